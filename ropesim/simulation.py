@@ -1,0 +1,467 @@
+"""Simulation: the changing state of a SpringSystem and the step loop around it.
+
+The static model (a :class:`SpringSystem`) is copied once into flat arrays in the
+simulation's dtype; each step hands those arrays to the chosen integrator (see
+integrators.py), then moves a grabbed particle, then enforces contacts. Everything
+per particle and per spring runs in numba kernels; the Python loop is over steps.
+
+Divergence: every step reports the largest particle speed. A non-finite state or a
+speed above ``max_speed`` stops the run with :class:`SimulationDiverged`, and the
+state is put back to the last finite step (it is re-run from a checkpoint taken every
+few steps, so normal steps pay for no copy).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import forces
+from .contacts import Contact, pack_contacts, project_contacts
+from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats, StepData, get_integrator
+from .model import SpringSystem, _per_item
+
+#: steps between state checkpoints used to recover the last finite state
+CHECKPOINT_EVERY = 64
+
+
+class SimulationDiverged(RuntimeError):
+    """The state became non-finite or ran away; the last finite state was kept."""
+
+    def __init__(self, step: int, time: float, integrator: str, dt: float, reason: str):
+        self.step = step
+        self.time = time
+        self.integrator = integrator
+        self.dt = dt
+        self.reason = reason
+        super().__init__(
+            f"simulation diverged at step {step} (t = {time:.4f} s) with integrator "
+            f"{integrator} and dt = {dt:g} s: {reason}. The last finite state is kept. "
+            "Try a smaller dt, more substeps, or an implicit integrator "
+            "(backward_euler, implicit_midpoint)."
+        )
+
+
+def _positive(value: float, name: str, unit: str) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: must be a finite number > 0 {unit}, got {value}")
+    return value
+
+
+class Simulation:
+    """A running mass-spring simulation.
+
+    Parameters
+    ----------
+    system : the static model to simulate (not modified).
+    dt : time step, s.
+    gravity : acceleration (gx, gy, gz), m/s^2. Planar systems need gz = 0.
+    integrator : one of ``INTEGRATORS`` (changeable later, live, by name).
+    drag : global velocity damping, 1/s: v *= exp(-drag * dt) each step.
+    contacts : Ground and Sphere obstacles.
+    substeps : steps per rendered frame, for the viewer and video output.
+    dtype : np.float64 (default, accurate) or np.float32 (faster, half the memory).
+    max_speed : m/s; a faster particle is treated as a diverged simulation.
+    grab_follow_time : s; a grabbed particle closes the gap to its target with this
+        time constant, so its velocity follows the mouse smoothly across substeps.
+    """
+
+    def __init__(
+        self,
+        system: SpringSystem,
+        dt: float = 0.005,
+        gravity: Sequence[float] = (0.0, -9.81, 0.0),
+        integrator: str = DEFAULT_INTEGRATOR,
+        drag: float = 0.0,
+        contacts: Sequence[Contact] = (),
+        substeps: int = 1,
+        dtype: Any = np.float64,
+        max_speed: float = 1e4,
+        grab_follow_time: float = 1.0 / 60.0,
+    ):
+        if not isinstance(system, SpringSystem):
+            raise ValueError(f"system: expected a SpringSystem, got {type(system).__name__}")
+        dtype = np.dtype(dtype)
+        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype: allowed float32 or float64, got {dtype}")
+        self.system = system
+        self.dtype = dtype
+        self.planar = system.planar
+        self.max_speed = _positive(max_speed, "max_speed", "m/s")
+        self.grab_follow_time = _positive(grab_follow_time, "grab_follow_time", "s")
+
+        n = system.n_particles
+        self._x = np.ascontiguousarray(system.positions3(), dtype=dtype)
+        self._v = np.ascontiguousarray(system.velocities3(), dtype=dtype)
+        self._pinned = system.pinned.copy()
+        self._fixed = self._pinned.astype(np.uint8)
+        self._v[self._pinned] = 0.0
+        mass = system.mass.astype(dtype)
+        self._data = StepData(
+            x=self._x, v=self._v,
+            spring_a=np.ascontiguousarray(system.springs[:, 0], dtype=np.int32),
+            spring_b=np.ascontiguousarray(system.springs[:, 1], dtype=np.int32),
+            rest=system.rest_lengths.astype(dtype), k=system.stiffness.astype(dtype),
+            c=system.damping.astype(dtype), mass=mass, inv_mass=(1.0 / mass).astype(dtype),
+            fixed=self._fixed, gravity=np.zeros(3, dtype),
+        )
+        self._x_checkpoint = np.empty_like(self._x)
+        self._v_checkpoint = np.empty_like(self._v)
+        self._strain = np.zeros(system.n_springs, dtype)
+        self._grabbed: int | None = None
+        self._grab_target = np.zeros(3)
+        self.time = 0.0
+        self.step_count = 0
+
+        self.dt = dt
+        self.gravity = gravity
+        self.integrator = integrator
+        self.drag = drag
+        self.contacts = contacts
+        self.substeps = substeps
+        assert self._x.shape == (n, 3)
+
+    # --- settings (validated, live) ----------------------------------------------------
+    @property
+    def dt(self) -> float:
+        """Time step, s."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        self._dt = _positive(value, "dt", "s")
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravitational acceleration (3,), m/s^2 (a copy; assign to change it)."""
+        return self._data.gravity.astype(np.float64)
+
+    @gravity.setter
+    def gravity(self, value: Sequence[float]) -> None:
+        g = np.asarray(value, dtype=np.float64).ravel()
+        if g.shape == (2,):
+            g = np.append(g, 0.0)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"gravity: expected 3 finite numbers (m/s^2), got {value!r}")
+        if self.planar and g[2] != 0.0:
+            raise ValueError("gravity: a planar (2-D) system needs gravity z = 0")
+        self._data.gravity[:] = g
+
+    @property
+    def drag(self) -> float:
+        """Global drag, 1/s."""
+        return self._data.drag
+
+    @drag.setter
+    def drag(self, value: float) -> None:
+        value = float(value)
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"drag: must be a finite number >= 0 (1/s), got {value}")
+        self._data.drag = value
+
+    @property
+    def integrator(self) -> str:
+        """Name of the current integrator; assign a name from INTEGRATORS to switch live."""
+        return self._integrator.name
+
+    @integrator.setter
+    def integrator(self, name: str) -> None:
+        self._integrator = get_integrator(name)
+
+    @property
+    def implicit(self) -> bool:
+        return self._integrator.implicit
+
+    @property
+    def substeps(self) -> int:
+        """Simulation steps per rendered frame."""
+        return self._substeps
+
+    @substeps.setter
+    def substeps(self, value: int) -> None:
+        if isinstance(value, bool) or int(value) != value or int(value) < 1:
+            raise ValueError(f"substeps: must be an integer >= 1, got {value!r}")
+        self._substeps = int(value)
+
+    @property
+    def contacts(self) -> tuple[Contact, ...]:
+        return self._contacts
+
+    @contacts.setter
+    def contacts(self, value: Sequence[Contact]) -> None:
+        value = tuple(value)
+        self._grounds, self._spheres = pack_contacts(value)
+        self._contacts = value
+
+    @property
+    def solver_stats(self) -> SolverStats:
+        """CG iterations and residual of the last implicit step, fallback count."""
+        return self._data.stats
+
+    # --- state ---------------------------------------------------------------------------
+    @property
+    def positions(self) -> np.ndarray:
+        """(n, 3) positions, m: a writable view of the state."""
+        return self._x
+
+    @property
+    def velocities(self) -> np.ndarray:
+        """(n, 3) velocities, m/s: a writable view of the state."""
+        return self._v
+
+    @property
+    def n_particles(self) -> int:
+        return self._x.shape[0]
+
+    @property
+    def n_springs(self) -> int:
+        return self._data.spring_a.shape[0]
+
+    @property
+    def masses(self) -> np.ndarray:
+        """(n,) particle masses, kg (live; change with set_mass)."""
+        return self._data.mass
+
+    @property
+    def stiffness(self) -> np.ndarray:
+        """(m,) spring stiffness, N/m (live; change with set_stiffness)."""
+        return self._data.k
+
+    @property
+    def damping(self) -> np.ndarray:
+        """(m,) spring damping, N*s/m (live; change with set_damping)."""
+        return self._data.c
+
+    @property
+    def rest_lengths(self) -> np.ndarray:
+        return self._data.rest
+
+    @property
+    def pinned(self) -> np.ndarray:
+        """(n,) bool: particles currently pinned (a copy)."""
+        return self._pinned.copy()
+
+    @property
+    def grabbed(self) -> int | None:
+        return self._grabbed
+
+    # --- live parameter edits ----------------------------------------------------------------
+    def set_stiffness(self, value: Any) -> None:
+        """Set every spring's stiffness (scalar or (m,) N/m), keeping the state."""
+        k = _per_item(value, self.n_springs, "stiffness", "spring")
+        if not np.all(np.isfinite(k)) or np.any(k < 0):
+            raise ValueError("stiffness: must be >= 0 N/m and finite (allowed: k >= 0)")
+        self._data.k[:] = k
+
+    def set_damping(self, value: Any) -> None:
+        """Set every spring's damping (scalar or (m,) N*s/m), keeping the state."""
+        c = _per_item(value, self.n_springs, "damping", "spring")
+        if not np.all(np.isfinite(c)) or np.any(c < 0):
+            raise ValueError("damping: must be >= 0 N*s/m and finite (allowed: c >= 0)")
+        self._data.c[:] = c
+
+    def set_mass(self, value: Any) -> None:
+        """Set particle masses (scalar or (n,) kg), keeping the state."""
+        m = _per_item(value, self.n_particles, "mass", "particle")
+        if not np.all(np.isfinite(m)) or np.any(m <= 0):
+            raise ValueError("mass: must be > 0 kg and finite")
+        self._data.mass[:] = m
+        self._data.inv_mass[:] = 1.0 / m
+
+    # --- stepping ----------------------------------------------------------------------------
+    def step(self, n: int = 1) -> None:
+        """Advance n steps of dt. Raises SimulationDiverged (state kept at the last finite step)."""
+        if isinstance(n, bool) or int(n) != n or n < 0:
+            raise ValueError(f"n: number of steps must be an integer >= 0, got {n!r}")
+        self._save_checkpoint()
+        since_checkpoint = 0
+        for _ in range(int(n)):
+            max_speed_sq = self._advance()
+            if not max_speed_sq <= self.max_speed * self.max_speed:
+                self._recover(since_checkpoint, max_speed_sq)
+            since_checkpoint += 1
+            if since_checkpoint == CHECKPOINT_EVERY:
+                self._save_checkpoint()
+                since_checkpoint = 0
+
+    def _advance(self) -> float:
+        """One step without the divergence check; returns the max squared speed."""
+        dt = self._dt
+        max_speed_sq = self._integrator.step(self._data, dt)
+        if self._grabbed is not None:
+            self._move_grabbed(dt)
+        if self._contacts:
+            project_contacts(self._x, self._v, self._fixed, self._grounds, self._spheres,
+                             self.planar)
+        self.step_count += 1
+        self.time += dt
+        return max_speed_sq
+
+    def _move_grabbed(self, dt: float) -> None:
+        i = self._grabbed
+        follow = max(self.grab_follow_time, dt)
+        velocity = (self._grab_target - self._x[i]) / follow
+        self._v[i] = velocity
+        self._x[i] += velocity * dt
+
+    def _save_checkpoint(self) -> None:
+        self._x_checkpoint[:] = self._x
+        self._v_checkpoint[:] = self._v
+        self._checkpoint_clock = (self.time, self.step_count)
+
+    def _recover(self, good_steps: int, max_speed_sq: float) -> None:
+        """Back to the checkpoint, replay the steps that were finite, then raise."""
+        failed_step, failed_time = self.step_count, self.time
+        self._x[:] = self._x_checkpoint
+        self._v[:] = self._v_checkpoint
+        self.time, self.step_count = self._checkpoint_clock
+        for _ in range(good_steps):
+            self._advance()
+        if math.isfinite(max_speed_sq):
+            reason = (f"a particle reached {math.sqrt(max_speed_sq):.3g} m/s, above "
+                      f"max_speed = {self.max_speed:g} m/s")
+        else:
+            reason = "velocities became non-finite (NaN or inf)"
+        raise SimulationDiverged(failed_step, failed_time, self.integrator, self._dt, reason)
+
+    def reset(self) -> None:
+        """Back to the system's initial state and pins; settings and parameters are kept."""
+        self._x[:] = self.system.positions3()
+        self._v[:] = self.system.velocities3()
+        self._pinned[:] = self.system.pinned
+        self._grabbed = None
+        self._refresh_fixed()
+        self._v[self._pinned] = 0.0
+        self.time = 0.0
+        self.step_count = 0
+        self._data.stats = SolverStats()
+
+    # --- interaction ---------------------------------------------------------------------------
+    def _check_index(self, i: int) -> int:
+        if isinstance(i, bool) or int(i) != i or not 0 <= int(i) < self.n_particles:
+            raise ValueError(f"particle: index must be in 0..{self.n_particles - 1}, got {i!r}")
+        return int(i)
+
+    def _as_point(self, value: Sequence[float], name: str) -> np.ndarray:
+        p = np.asarray(value, dtype=np.float64).ravel()
+        if p.shape == (2,):
+            p = np.append(p, 0.0)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"{name}: expected 2 or 3 finite numbers, got {value!r}")
+        if self.planar:
+            p[2] = 0.0
+        return p
+
+    def _refresh_fixed(self) -> None:
+        self._fixed[:] = self._pinned
+        if self._grabbed is not None:
+            self._fixed[self._grabbed] = 1
+
+    def grab(self, i: int, target: Sequence[float]) -> None:
+        """Hold particle i and pull it toward target (m) each step; call again to move it."""
+        i = self._check_index(i)
+        if self._grabbed is not None and self._grabbed != i:
+            self.release()
+        self._grab_target = self._as_point(target, "target")
+        self._grabbed = i
+        self._refresh_fixed()
+
+    def release(self, velocity: Sequence[float] | None = None) -> None:
+        """Let go of the grabbed particle. It keeps its velocity (a fling), or takes
+        ``velocity`` (m/s) if given; a pinned particle stays where it was dropped."""
+        i = self._grabbed
+        if i is None:
+            return
+        if velocity is not None:
+            self._v[i] = self._as_point(velocity, "velocity")
+        if self._pinned[i]:
+            self._v[i] = 0.0
+        self._grabbed = None
+        self._refresh_fixed()
+
+    def pin(self, i: int) -> None:
+        """Fix particle i where it is now."""
+        i = self._check_index(i)
+        self._pinned[i] = True
+        self._v[i] = 0.0
+        self._refresh_fixed()
+
+    def unpin(self, i: int) -> None:
+        i = self._check_index(i)
+        self._pinned[i] = False
+        self._refresh_fixed()
+
+    def toggle_pin(self, i: int) -> bool:
+        """Pin or unpin particle i; returns whether it is now pinned."""
+        if self._pinned[self._check_index(i)]:
+            self.unpin(i)
+        else:
+            self.pin(i)
+        return bool(self._pinned[i])
+
+    # --- diagnostics -------------------------------------------------------------------------
+    def forces(self) -> np.ndarray:
+        """(n, 3) spring + damping forces at the current state, N (no gravity)."""
+        out = np.zeros((self.n_particles, 3), self.dtype)
+        d = self._data
+        forces.spring_forces(self._x, self._v, d.spring_a, d.spring_b, d.rest, d.k, d.c, out)
+        return out
+
+    def kinetic_energy(self) -> float:
+        """Sum of m/2 |v|^2, J."""
+        return float(forces.kinetic_energy(self._v, self._data.mass))
+
+    def spring_energy(self) -> float:
+        """Elastic energy of all springs, J."""
+        d = self._data
+        return float(forces.spring_energy(self._x, d.spring_a, d.spring_b, d.rest, d.k))
+
+    def gravity_energy(self) -> float:
+        """Gravitational potential -sum m g.x, J (zero at the origin)."""
+        return float(forces.gravity_energy(self._x, self._data.mass, self._data.gravity))
+
+    def potential_energy(self) -> float:
+        """Spring + gravity potential energy, J."""
+        return self.spring_energy() + self.gravity_energy()
+
+    def energy(self) -> float:
+        """Total mechanical energy, J."""
+        return self.kinetic_energy() + self.potential_energy()
+
+    def momentum(self) -> np.ndarray:
+        """Linear momentum (3,), kg*m/s."""
+        return (self._data.mass[:, None] * self._v).sum(axis=0, dtype=np.float64)
+
+    def spring_strain(self, out: np.ndarray | None = None) -> np.ndarray:
+        """(m,) signed strain (l - L) / L per spring: > 0 stretched, < 0 compressed."""
+        if out is None:
+            out = np.empty(self.n_springs, self.dtype)
+        d = self._data
+        forces.spring_strain(self._x, d.spring_a, d.spring_b, d.rest, out)
+        return out
+
+    def max_strain(self) -> float:
+        """Largest |strain| over all springs (0 without springs)."""
+        if self.n_springs == 0:
+            return 0.0
+        return float(np.abs(self.spring_strain(self._strain)).max())
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Time, energies (J), momentum and max strain in one dict."""
+        kinetic, spring, grav = self.kinetic_energy(), self.spring_energy(), self.gravity_energy()
+        return {
+            "time": self.time, "step": self.step_count,
+            "kinetic": kinetic, "spring": spring, "gravity": grav,
+            "total": kinetic + spring + grav,
+            "momentum": self.momentum(), "max_strain": self.max_strain(),
+        }
+
+    def __repr__(self) -> str:
+        return (f"Simulation({self.system.name!r}, n={self.n_particles}, m={self.n_springs}, "
+                f"integrator={self.integrator}, dt={self._dt:g}, t={self.time:.4f})")
+
+
+__all__ = ["Simulation", "SimulationDiverged", "INTEGRATORS"]
