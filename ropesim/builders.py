@@ -1,0 +1,488 @@
+"""Builders: ready-made mass-spring systems (rope, cloth, ring, star, triangle, network).
+
+Every builder returns a :class:`~ropesim.model.SpringSystem` and takes the same
+material arguments:
+
+- ``mass``: kg per particle,
+- ``stiffness``: N/m per spring,
+- ``damping``: N*s/m per spring, along the spring axis,
+- ``young_modulus``: N, optional; when given every spring gets k = E / L (L its rest
+  length) instead of ``stiffness``, so a finer mesh behaves like a coarser one,
+- ``pins``: a pin-set name (each builder lists its own) or explicit particle indices.
+
+Lengths are in metres. Bad arguments raise ``ValueError`` naming the argument and
+what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ropesim.model import SpringSystem
+
+Pins = str | Sequence[int]
+Vector = Sequence[float]
+
+# Material defaults for the line-like builders (rope, ring, star, random_network).
+DEFAULT_MASS = 0.05  # kg per particle
+DEFAULT_STIFFNESS = 2000.0  # N/m
+DEFAULT_DAMPING = 0.5  # N*s/m
+
+# Cloth defaults: a light cloth of ~1.2 m x 1.2 m at the default 24 x 24 grid.
+CLOTH_MASS = 0.01  # kg per particle
+CLOTH_STIFFNESS = 1000.0  # N/m
+CLOTH_DAMPING = 0.1  # N*s/m
+
+CLOTH_PLANES = ("xy", "xz")
+
+
+# --- argument checks ------------------------------------------------------------------
+def _check_count(name: str, value: int, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_positive(name: str, value: float, unit: str) -> float:
+    number = float(value)
+    if not np.isfinite(number) or number <= 0:
+        raise ValueError(f"{name}: must be a finite number > 0 {unit}, got {value!r}")
+    return number
+
+
+def _check_dim(dim: int) -> int:
+    if isinstance(dim, bool) or dim not in (2, 3):
+        raise ValueError(f"dim: allowed 2 (planar) or 3, got {dim!r}")
+    return int(dim)
+
+
+def _vector(name: str, value: Vector, dim: int) -> np.ndarray:
+    """A 2- or 3-component vector as a length-`dim` array; planar systems need z = 0."""
+    vec = np.asarray(value, dtype=np.float64).ravel()
+    if vec.shape not in ((2,), (3,)) or not np.all(np.isfinite(vec)):
+        raise ValueError(f"{name}: expected 2 or 3 finite numbers, got {value!r}")
+    full = np.zeros(3)
+    full[: vec.size] = vec
+    if dim == 2 and full[2] != 0.0:
+        raise ValueError(f"{name}: a planar system (dim=2) needs z = 0, got {value!r}")
+    return full[:dim]
+
+
+def _pin_indices(pins: Pins, named: dict[str, Callable[[], list[int]]], n: int) -> list[int]:
+    """Resolve a pin-set name (from `named`) or an explicit list of indices."""
+    allowed = ", ".join(named) + ", or a list of indices"
+    if isinstance(pins, str):
+        if pins not in named:
+            raise ValueError(f"pins: unknown name {pins!r}; allowed: {allowed}")
+        return sorted(set(named[pins]()))
+    try:
+        indices = [int(i) for i in pins]
+    except (TypeError, ValueError):
+        raise ValueError(f"pins: expected a name or a list of indices ({allowed}), got {pins!r}")
+    if any(not 0 <= i < n for i in indices):
+        raise ValueError(f"pins: particle indices must be in 0..{n - 1}, got {indices}")
+    return sorted(set(indices))
+
+
+def _finish(
+    name: str,
+    positions: np.ndarray,
+    springs: Sequence[np.ndarray],
+    stiffness: Sequence[np.ndarray],
+    *,
+    mass: float,
+    damping: float,
+    young_modulus: float | None,
+    pinned: list[int],
+    meta: dict,
+    rest_lengths: np.ndarray | float | None = None,
+    triangles: np.ndarray | None = None,
+    grid_shape: tuple[int, int] | None = None,
+) -> SpringSystem:
+    """Concatenate spring groups (with their per-spring stiffness) into one system."""
+    pairs = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in springs])
+    k = np.concatenate([np.asarray(s, dtype=np.float64) for s in stiffness])
+    return SpringSystem(
+        positions,
+        pairs,
+        rest_lengths=rest_lengths,
+        mass=mass,
+        stiffness=k,
+        damping=damping,
+        pinned=pinned,
+        young_modulus=young_modulus,
+        triangles=triangles,
+        grid_shape=grid_shape,
+        name=name,
+        meta={"builder": name, **meta},
+    )
+
+
+def _chain(indices: np.ndarray, closed: bool = False) -> np.ndarray:
+    """Spring pairs joining consecutive indices (and the last to the first if closed)."""
+    nxt = np.roll(indices, -1) if closed else indices[1:]
+    return np.column_stack([indices[: len(nxt)], nxt])
+
+
+# --- builders -------------------------------------------------------------------------
+def rope(
+    n: int = 30,
+    length: float = 3.0,
+    dim: int = 3,
+    *,
+    mass: float = DEFAULT_MASS,
+    stiffness: float = DEFAULT_STIFFNESS,
+    damping: float = DEFAULT_DAMPING,
+    bend: bool = False,
+    bend_stiffness: float | None = None,
+    pins: Pins = "start",
+    origin: Vector = (0.0, 0.0, 0.0),
+    direction: Vector = (1.0, 0.0, 0.0),
+    young_modulus: float | None = None,
+) -> SpringSystem:
+    """A straight chain of ``n`` particles, ``length`` m long, from ``origin`` along ``direction``.
+
+    Springs join neighbours (i, i+1); ``bend=True`` adds springs (i, i+2) with
+    ``bend_stiffness`` N/m (default: ``stiffness``). ``dim=2`` makes a planar system.
+    Pins: "none", "start", "end", "both" or indices.
+    """
+    n = _check_count("n", n, 2)
+    length = _check_positive("length", length, "m")
+    dim = _check_dim(dim)
+    start = _vector("origin", origin, dim)
+    axis = _vector("direction", direction, dim)
+    norm = np.linalg.norm(axis)
+    if norm == 0:
+        raise ValueError(f"direction: must be a non-zero vector, got {direction!r}")
+    if bend and n < 3:
+        raise ValueError(f"bend: bend springs need n >= 3 particles, got n = {n}")
+    positions = start + np.linspace(0.0, length, n)[:, None] * (axis / norm)
+
+    ids = np.arange(n)
+    groups = [_chain(ids)]
+    k = [np.full(n - 1, float(stiffness))]
+    if bend:
+        groups.append(np.column_stack([ids[:-2], ids[2:]]))
+        k.append(np.full(n - 2, float(stiffness if bend_stiffness is None else bend_stiffness)))
+    pinned = _pin_indices(
+        pins,
+        {"none": lambda: [], "start": lambda: [0], "end": lambda: [n - 1],
+         "both": lambda: [0, n - 1]},
+        n,
+    )
+    return _finish(
+        "rope", positions, groups, k, mass=mass, damping=damping,
+        young_modulus=young_modulus, pinned=pinned,
+        meta={"segment_length": length / (n - 1), "bend": bool(bend)},
+    )
+
+
+def cloth(
+    nx: int = 24,
+    ny: int = 24,
+    spacing: float = 0.05,
+    *,
+    plane: str = "xy",
+    pins: Pins = "top-corners",
+    mass: float = CLOTH_MASS,
+    stiffness: float = CLOTH_STIFFNESS,
+    damping: float = CLOTH_DAMPING,
+    structural: bool = True,
+    shear: bool = True,
+    bend: bool = True,
+    young_modulus: float | None = None,
+    origin: Vector | None = None,
+) -> SpringSystem:
+    """A rectangular grid of ``ny`` rows by ``nx`` columns, ``spacing`` m apart.
+
+    Particle id = row * nx + col; row 0 is the "top" row. ``plane="xy"`` hangs like a
+    curtain: x is centred on 0 and rows go down in -y from y = 0. ``plane="xz"`` lies
+    flat (horizontal) at y = 0, centred on x = z = 0, with row 0 at the far edge (-z).
+    ``origin`` (m, default 0) shifts the whole cloth.
+
+    Spring families, each switchable and stored in this order (see
+    ``meta["spring_groups"]``): structural (1,0),(0,1); shear, both diagonals; bend,
+    distance-2 neighbours along rows and columns. Triangles: two per cell, wound
+    counter-clockwise seen from +z (xy) or +y (xz).
+    Pins: "none", "corner", "top-corners", "four-corners", "top-edge" or indices.
+    """
+    nx = _check_count("nx", nx, 2)
+    ny = _check_count("ny", ny, 2)
+    spacing = _check_positive("spacing", spacing, "m")
+    if plane not in CLOTH_PLANES:
+        raise ValueError(f"plane: allowed 'xy' or 'xz', got {plane!r}")
+    shift = _vector("origin", (0.0, 0.0, 0.0) if origin is None else origin, 3)
+
+    rows, cols = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    x = (cols - (nx - 1) / 2) * spacing
+    positions = np.zeros((ny, nx, 3))
+    positions[..., 0] = x
+    if plane == "xy":
+        positions[..., 1] = -rows * spacing
+    else:
+        positions[..., 2] = (rows - (ny - 1) / 2) * spacing
+    positions = positions.reshape(-1, 3) + shift
+
+    ids = np.arange(nx * ny).reshape(ny, nx)
+
+    def offsets(*steps: tuple[int, int]) -> np.ndarray:
+        """Pairs (r, c) -> (r + dr, c + dc) for every step that stays inside the grid."""
+        pairs = []
+        for dr, dc in steps:
+            c0, c1 = max(0, -dc), nx - max(0, dc)
+            a = ids[: ny - dr, c0:c1]
+            b = ids[dr:, c0 + dc : c1 + dc]
+            pairs.append(np.column_stack([a.ravel(), b.ravel()]))
+        return np.concatenate(pairs)
+
+    families = {
+        "structural": (structural, ((0, 1), (1, 0))),
+        "shear": (shear, ((1, 1), (1, -1))),
+        "bend": (bend, ((0, 2), (2, 0))),
+    }
+    groups, spring_groups, start = [], {}, 0
+    for family, (enabled, steps) in families.items():
+        if enabled:
+            pairs = offsets(*steps)
+            groups.append(pairs)
+            spring_groups[family] = (start, start + len(pairs))
+            start += len(pairs)
+    if not groups:
+        raise ValueError("structural, shear, bend: at least one spring family must be enabled")
+
+    a = ids[:-1, :-1].ravel()
+    b, d = a + 1, a + nx
+    triangles = np.concatenate([np.column_stack([a, d, b]), np.column_stack([b, d, d + 1])])
+
+    last = nx * ny - 1
+    pinned = _pin_indices(
+        pins,
+        {"none": lambda: [], "corner": lambda: [0], "top-corners": lambda: [0, nx - 1],
+         "four-corners": lambda: [0, nx - 1, last - nx + 1, last],
+         "top-edge": lambda: list(range(nx))},
+        nx * ny,
+    )
+    return _finish(
+        "cloth", positions, groups, [np.full(len(g), float(stiffness)) for g in groups],
+        mass=mass, damping=damping, young_modulus=young_modulus, pinned=pinned,
+        triangles=triangles, grid_shape=(ny, nx),
+        meta={"spacing": spacing, "plane": plane, "spring_groups": spring_groups},
+    )
+
+
+def ring(
+    n: int = 24,
+    radius: float = 1.0,
+    spokes: bool = False,
+    dim: int = 2,
+    *,
+    mass: float = DEFAULT_MASS,
+    stiffness: float = DEFAULT_STIFFNESS,
+    damping: float = DEFAULT_DAMPING,
+    pins: Pins = "none",
+    center: Vector = (0.0, 0.0, 0.0),
+    young_modulus: float | None = None,
+) -> SpringSystem:
+    """A closed loop of ``n`` particles on a circle of ``radius`` m in the xy plane.
+
+    Particle 0 is at the top; ``spokes=True`` adds a centre particle (the last one,
+    id n) joined to every rim particle, like a wheel. Planar by default (``dim=2``);
+    ``dim=3`` makes the same ring free to leave its plane.
+    Pins: "none", "top", "center" (needs spokes) or indices.
+    """
+    n = _check_count("n", n, 3)
+    radius = _check_positive("radius", radius, "m")
+    dim = _check_dim(dim)
+    middle = _vector("center", center, dim)
+    angle = np.pi / 2 + 2 * np.pi * np.arange(n) / n
+    rim = np.zeros((n, dim))
+    rim[:, 0], rim[:, 1] = radius * np.cos(angle), radius * np.sin(angle)
+    positions = middle + (np.vstack([rim, np.zeros((1, dim))]) if spokes else rim)
+
+    rim_ids = np.arange(n)
+    groups = [_chain(rim_ids, closed=True)]
+    if spokes:
+        groups.append(np.column_stack([np.full(n, n), rim_ids]))
+    named = {"none": lambda: [], "top": lambda: [0]}
+    if spokes:
+        named["center"] = lambda: [n]
+    pinned = _pin_indices(pins, named, len(positions))
+    return _finish(
+        "ring", positions, groups, [np.full(len(g), float(stiffness)) for g in groups],
+        mass=mass, damping=damping, young_modulus=young_modulus, pinned=pinned,
+        meta={"radius": radius, "spokes": bool(spokes)},
+    )
+
+
+def star(
+    arms: int = 5,
+    per_arm: int = 6,
+    rim: bool = False,
+    dim: int = 2,
+    *,
+    arm_length: float = 1.0,
+    mass: float = DEFAULT_MASS,
+    stiffness: float = DEFAULT_STIFFNESS,
+    damping: float = DEFAULT_DAMPING,
+    pins: Pins = "center",
+    center: Vector = (0.0, 0.0, 0.0),
+    young_modulus: float | None = None,
+) -> SpringSystem:
+    """A centre particle (id 0) with ``arms`` radial chains of ``per_arm`` particles.
+
+    Arms are ``arm_length`` m long, evenly spaced in the xy plane, the first pointing up
+    (+y). Arm a, step j (1..per_arm) is particle 1 + a * per_arm + (j - 1).
+    ``rim=True`` joins each ring of equal-radius arm particles in a closed loop (a
+    spider web). Planar by default (``dim=2``).
+    Pins: "none", "center", "tips" (every arm's outer end) or indices.
+    """
+    arms = _check_count("arms", arms, 2)
+    per_arm = _check_count("per_arm", per_arm, 1)
+    if rim and arms < 3:
+        raise ValueError(f"rim: joining the arms in a loop needs arms >= 3, got {arms}")
+    arm_length = _check_positive("arm_length", arm_length, "m")
+    dim = _check_dim(dim)
+    middle = _vector("center", center, dim)
+
+    angle = np.pi / 2 + 2 * np.pi * np.arange(arms) / arms
+    radius = arm_length * np.arange(1, per_arm + 1) / per_arm
+    arm_xy = np.zeros((arms, per_arm, dim))
+    arm_xy[..., 0] = np.cos(angle)[:, None] * radius
+    arm_xy[..., 1] = np.sin(angle)[:, None] * radius
+    positions = middle + np.vstack([np.zeros((1, dim)), arm_xy.reshape(-1, dim)])
+
+    arm_ids = 1 + np.arange(arms * per_arm).reshape(arms, per_arm)
+    with_center = np.hstack([np.zeros((arms, 1), dtype=np.int64), arm_ids])
+    groups = [np.concatenate([_chain(chain) for chain in with_center])]
+    if rim:
+        groups.append(np.concatenate([_chain(ring_ids, closed=True) for ring_ids in arm_ids.T]))
+    pinned = _pin_indices(
+        pins,
+        {"none": lambda: [], "center": lambda: [0], "tips": lambda: arm_ids[:, -1].tolist()},
+        len(positions),
+    )
+    return _finish(
+        "star", positions, groups, [np.full(len(g), float(stiffness)) for g in groups],
+        mass=mass, damping=damping, young_modulus=young_modulus, pinned=pinned,
+        meta={"arms": arms, "per_arm": per_arm, "rim": bool(rim)},
+    )
+
+
+def triangle(
+    *,
+    mass: float = 1.0,
+    stiffness: float = 2.0,
+    damping: float = 0.0,
+    rest_length: float = 0.5,
+    pins: Pins = "none",
+    young_modulus: float | None = None,
+) -> SpringSystem:
+    """The notebook's planar triangle: particles (0,0), (1,0), (0,-1) m, springs
+    (0,1), (1,2), (2,0), every rest length ``rest_length`` m (0.5: the springs start
+    stretched), k = 2 N/m. Pins: "none" or indices.
+    """
+    rest_length = _check_positive("rest_length", rest_length, "m")
+    positions = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, -1.0]])
+    springs = np.array([[0, 1], [1, 2], [2, 0]])
+    pinned = _pin_indices(pins, {"none": lambda: []}, 3)
+    return _finish(
+        "triangle", positions, [springs], [np.full(3, float(stiffness))], mass=mass,
+        damping=damping, young_modulus=young_modulus, pinned=pinned,
+        rest_lengths=rest_length, meta={},
+    )
+
+
+def random_network(
+    n: int = 30,
+    m: int = 60,
+    seed: int = 0,
+    dim: int = 3,
+    *,
+    box: float = 2.0,
+    mass: float = DEFAULT_MASS,
+    stiffness: float = DEFAULT_STIFFNESS,
+    damping: float = DEFAULT_DAMPING,
+    pins: Pins = "none",
+    center: Vector = (0.0, 0.0, 0.0),
+    young_modulus: float | None = None,
+) -> SpringSystem:
+    """``n`` particles at random in a cube (square if ``dim=2``) of side ``box`` m around
+    ``center``, joined by ``m`` distinct springs that start at rest.
+
+    Always connected: a random spanning tree (n - 1 springs) comes first, then random
+    extra pairs. Reproducible for a given ``seed``. Needs n - 1 <= m <= n(n-1)/2.
+    Pins: "none", "top" (the highest particle) or indices.
+    """
+    n = _check_count("n", n, 2)
+    m = _check_count("m", m, 1)
+    most = n * (n - 1) // 2
+    if not n - 1 <= m <= most:
+        raise ValueError(
+            f"m: a connected network of n = {n} particles needs {n - 1} <= m <= {most} "
+            f"springs, got m = {m}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed: expected an integer, got {seed!r}")
+    box = _check_positive("box", box, "m")
+    dim = _check_dim(dim)
+    middle = _vector("center", center, dim)
+
+    rng = np.random.default_rng(seed)
+    positions = middle + rng.uniform(-box / 2, box / 2, size=(n, dim))
+    order = rng.permutation(n)
+    edges = {
+        tuple(sorted((int(order[i]), int(order[rng.integers(i)])))) for i in range(1, n)
+    }
+    while len(edges) < m:
+        a, b = (int(v) for v in rng.integers(n, size=2))
+        if a != b:
+            edges.add((min(a, b), max(a, b)))
+    springs = np.array(sorted(edges), dtype=np.int64)
+    pinned = _pin_indices(
+        pins, {"none": lambda: [], "top": lambda: [int(np.argmax(positions[:, 1]))]}, n
+    )
+    return _finish(
+        "random_network", positions, [springs], [np.full(m, float(stiffness))], mass=mass,
+        damping=damping, young_modulus=young_modulus, pinned=pinned,
+        meta={"seed": seed, "box": box},
+    )
+
+
+def explicit(
+    positions: Sequence[Vector],
+    springs: Sequence[Sequence[int]],
+    *,
+    rest_lengths: float | Sequence[float] | None = None,
+    mass: float | Sequence[float] = 1.0,
+    stiffness: float | Sequence[float] = 1.0,
+    damping: float | Sequence[float] = 0.0,
+    pinned: Sequence[int] = (),
+    velocities: Sequence[Vector] | None = None,
+    young_modulus: float | None = None,
+) -> SpringSystem:
+    """A system given particle by particle: ``positions`` ([x, y] or [x, y, z], m),
+    ``springs`` (index pairs), optional per-spring or scalar rest lengths (m, default:
+    the initial distances), mass (kg), stiffness (N/m), damping (N*s/m), pinned
+    indices and initial velocities (m/s). Used by scene files with builder "explicit".
+    """
+    return SpringSystem(
+        positions, springs, rest_lengths=rest_lengths, mass=mass, stiffness=stiffness,
+        damping=damping, pinned=pinned, velocities=velocities, young_modulus=young_modulus,
+        name="explicit", meta={"builder": "explicit"},
+    )
+
+
+BUILDERS: dict[str, Callable[..., SpringSystem]] = {
+    "rope": rope,
+    "cloth": cloth,
+    "ring": ring,
+    "star": star,
+    "triangle": triangle,
+    "random_network": random_network,
+    "explicit": explicit,
+}
+"""Builder name -> function; scene files name their builder by these keys."""
