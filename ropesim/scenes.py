@@ -1,0 +1,397 @@
+"""Scene files: a builder, its parameters and the simulation settings, in TOML.
+
+A scene file looks like::
+
+    description = "One line shown by `ropesim scenes`"
+    builder = "cloth"            # a name in ropesim.builders.BUILDERS ("explicit" included)
+    [cloth]                      # the builder's keyword arguments
+    nx = 24
+    [simulation]                 # dt (s), gravity (m/s^2), integrator, drag (1/s), substeps
+    dt = 0.002
+    [ground]                     # optional: height (m), friction
+    [[spheres]]                  # optional, repeatable: center (m), radius (m), friction
+    [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
+
+Everything is validated when a scene is loaded (the system is built once), so a bad
+file fails with a :class:`SceneError` naming the file and the key before any work.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from ropesim.builders import BUILDERS
+from ropesim.model import SpringSystem
+from ropesim.paths import scene_dir
+
+if typing.TYPE_CHECKING:
+    from ropesim.simulation import Simulation
+
+DEFAULT_SCENE = "cloth"
+
+
+class SceneError(ValueError):
+    """A scene file, dictionary or override is invalid; the message names where and which key."""
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One key of a fixed section: its type, an optional value check, and a default."""
+
+    type: Any
+    check: Callable[[Any], bool] | None = None
+    allowed: str = ""
+    default: Any = None
+
+
+def _integrator_names() -> list[str]:
+    from ropesim.integrators import INTEGRATORS
+
+    return list(INTEGRATORS)
+
+
+_VEC3 = tuple[float, float, float]
+SIMULATION_FIELDS = {
+    "dt": _Field(float, lambda v: v > 0, "a time step > 0 s", 0.005),
+    "gravity": _Field(_VEC3, None, "", [0.0, -9.81, 0.0]),
+    "integrator": _Field(str, lambda v: v in _integrator_names(), "", "symplectic_euler"),
+    "drag": _Field(float, lambda v: v >= 0, "a drag rate >= 0 1/s", 0.0),
+    "substeps": _Field(int, lambda v: v >= 1, "an integer >= 1", 1),
+}
+GROUND_FIELDS = {
+    "height": _Field(float, None, "", 0.0),
+    "friction": _Field(float, lambda v: v >= 0, "a friction coefficient >= 0", 0.5),
+}
+SPHERE_FIELDS = {
+    "center": _Field(_VEC3),
+    "radius": _Field(float, lambda v: v > 0, "a radius > 0 m"),
+    "friction": _Field(float, lambda v: v >= 0, "a friction coefficient >= 0", 0.3),
+}
+CAMERA_FIELDS = {
+    "azimuth": _Field(float),
+    "elevation": _Field(float),
+    "distance": _Field(float, lambda v: v > 0, "a distance > 0 m"),
+    "target": _Field(_VEC3),
+    "fov_y": _Field(float, lambda v: 0 < v < 180, "a field of view between 0 and 180 deg"),
+}
+_TOP_LEVEL = ("description", "builder", "simulation", "ground", "spheres", "camera")
+
+
+# --- values and types -----------------------------------------------------------------
+def parse_value(text: str) -> Any:
+    """Read a command-line value as a TOML value ("2000", "0.001", "[0,-9.81,0]",
+    "true", "'xz'"); text that is not valid TOML stays a string ("xz", "top-corners")."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _describe(expected: Any) -> str:
+    origin, args = typing.get_origin(expected), typing.get_args(expected)
+    if expected is type(None):
+        return "none"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    if origin is tuple:
+        return f"a list of {len(args)} numbers"
+    if origin is not None and issubclass(origin, Sequence):
+        return f"a list of ({_describe(args[0])})" if args else "a list"
+    return {float: "a number", int: "an integer", bool: "true or false", str: "a string"}.get(
+        expected, str(expected)
+    )
+
+
+class _WrongType(Exception):
+    pass
+
+
+def _coerce(value: Any, expected: Any) -> Any:
+    """Convert `value` to the `expected` annotation (float, int, bool, str, unions,
+    tuples and sequences of those); raise _WrongType when it cannot. Containers come
+    back as lists, the form TOML writes."""
+    origin, args = typing.get_origin(expected), typing.get_args(expected)
+    if origin in (typing.Union, types.UnionType):
+        if value is None or (
+            isinstance(value, str) and value.lower() == "none" and str not in args
+        ):
+            if type(None) in args:
+                return None
+        for option in args:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(value, option)
+            except _WrongType:
+                pass
+        raise _WrongType
+    if origin is tuple or (origin is not None and issubclass(origin, Sequence)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise _WrongType
+        if origin is tuple:
+            if len(value) != len(args):
+                raise _WrongType
+            return [_coerce(v, a) for v, a in zip(value, args)]
+        return [_coerce(v, args[0]) for v in value] if args else list(value)
+    if expected is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _WrongType
+        return float(value)
+    if expected is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _WrongType
+        return value
+    if expected in (bool, str):
+        if not isinstance(value, expected):
+            raise _WrongType
+        return value
+    return value
+
+
+def _typed(where: str, key: str, value: Any, expected: Any) -> Any:
+    try:
+        return _coerce(value, expected)
+    except _WrongType:
+        raise SceneError(f"{where}: {key}: expected {_describe(expected)}, got {value!r}") from None
+
+
+def _unknown_key(where: str, key: str, allowed: Sequence[str]) -> SceneError:
+    return SceneError(f"{where}: unknown key {key!r}; allowed: {', '.join(allowed)}")
+
+
+def _table(where: str, section: str, value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise SceneError(f"{where}: {section}: expected a table ([{section}]), got {value!r}")
+    return value
+
+
+def _fixed_section(where: str, section: str, data: dict, fields: dict[str, _Field]) -> dict:
+    """Validate a section with known keys; fill defaults; check required keys."""
+    data = _table(where, section, data)
+    out = {}
+    for key, value in data.items():
+        if key not in fields:
+            raise _unknown_key(where, f"{section}.{key}", [f"{section}.{k}" for k in fields])
+        spec = fields[key]
+        value = _typed(where, f"{section}.{key}", value, spec.type)
+        if spec.check is not None and not spec.check(value):
+            allowed = spec.allowed
+            if section == "simulation" and key == "integrator":
+                allowed = "one of " + ", ".join(_integrator_names())
+            raise SceneError(f"{where}: {section}.{key}: allowed {allowed}, got {value!r}")
+        out[key] = value
+    for key, spec in fields.items():
+        if key not in out and spec.default is not None:
+            out[key] = copy.deepcopy(spec.default)
+    missing = [k for k in fields if k not in out]
+    if section != "camera" and missing:
+        raise SceneError(f"{where}: {section}: missing required key(s) {', '.join(missing)}")
+    return out
+
+
+def builder_parameters(builder: str) -> dict[str, inspect.Parameter]:
+    """The keyword arguments a scene may give the named builder."""
+    return dict(inspect.signature(BUILDERS[builder]).parameters)
+
+
+def _builder_section(where: str, builder: str, data: dict) -> dict:
+    data = _table(where, builder, data)
+    parameters = builder_parameters(builder)
+    hints = typing.get_type_hints(BUILDERS[builder])
+    out = {}
+    for key, value in data.items():
+        if key not in parameters:
+            raise _unknown_key(where, f"{builder}.{key}", [f"{builder}.{k}" for k in parameters])
+        out[key] = _typed(where, f"{builder}.{key}", value, hints.get(key, Any))
+    missing = [
+        f"{builder}.{k}" for k, p in parameters.items()
+        if p.default is inspect.Parameter.empty and k not in out
+    ]
+    if missing:
+        raise SceneError(f"{where}: missing required key(s) {', '.join(missing)}")
+    return out
+
+
+# --- Scene ------------------------------------------------------------------------------
+@dataclass
+class Scene:
+    """A validated scene: which builder with which parameters, and how to simulate it.
+
+    ``settings`` holds dt (s), gravity (m/s^2), integrator, drag (1/s) and substeps
+    (simulation steps per rendered frame). ``ground`` (height m, friction) is optional;
+    ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
+    """
+
+    name: str
+    description: str
+    builder: str
+    params: dict
+    settings: dict
+    ground: dict | None = None
+    spheres: list[dict] = field(default_factory=list)
+    camera: dict = field(default_factory=dict)
+    source: Path | None = None
+
+    def build(self) -> SpringSystem:
+        """A fresh SpringSystem from the builder and its parameters."""
+        system = BUILDERS[self.builder](**self.params)
+        system.name = self.name
+        return system
+
+    def contacts(self) -> list:
+        """The scene's obstacles as ropesim.contacts objects (ground first)."""
+        from ropesim.contacts import Ground, Sphere
+
+        found = [Ground(**self.ground)] if self.ground is not None else []
+        return found + [Sphere(**sphere) for sphere in self.spheres]
+
+    def simulation(self, **overrides: Any) -> "Simulation":
+        """A Simulation of the built system with this scene's settings and contacts;
+        keyword arguments replace any of them (e.g. ``integrator="verlet"``)."""
+        from ropesim.simulation import Simulation
+
+        kwargs: dict[str, Any] = {**copy.deepcopy(self.settings), "contacts": self.contacts()}
+        kwargs.update(overrides)
+        return Simulation(self.build(), **kwargs)
+
+    def with_overrides(self, overrides: dict[str, object]) -> "Scene":
+        """A new, validated scene with some values replaced.
+
+        Keys are "section.key" (``"cloth.nx"``, ``"simulation.dt"``, ``"ground.height"``)
+        or a bare key looked up in the builder section first, then in simulation
+        (``"stiffness"``, ``"dt"``). String values are read as TOML values
+        (``"2000"``, ``"[0,-9.81,0]"``, ``"true"``) and converted to the expected type.
+        """
+        data = self.to_dict()
+        for key, raw in overrides.items():
+            section, name = self._override_target(key)
+            value = parse_value(raw) if isinstance(raw, str) else raw
+            data.setdefault(section, {})[name] = value
+        return _validate(data, self.name, self.source, where="override")
+
+    def _override_target(self, key: str) -> tuple[str, str]:
+        sections = (self.builder, "simulation", "ground", "camera")
+        if "." in key:
+            section, name = key.split(".", 1)
+            if section not in sections:
+                raise SceneError(
+                    f"override: {key!r}: unknown section {section!r}; allowed sections: "
+                    f"{', '.join(sections)}"
+                )
+            return section, name
+        if key in builder_parameters(self.builder):
+            return self.builder, key
+        if key in SIMULATION_FIELDS:
+            return "simulation", key
+        allowed = [*builder_parameters(self.builder), *SIMULATION_FIELDS]
+        raise SceneError(
+            f"override: unknown key {key!r}; allowed: {', '.join(allowed)} "
+            f"or section.key with a section in {', '.join(sections)}"
+        )
+
+    def to_dict(self) -> dict:
+        """The scene as plain TOML-ready data (what :meth:`save` writes)."""
+        data: dict[str, Any] = {"description": self.description, "builder": self.builder}
+        data[self.builder] = {k: v for k, v in self.params.items() if v is not None}
+        data["simulation"] = dict(self.settings)
+        if self.ground is not None:
+            data["ground"] = dict(self.ground)
+        if self.spheres:
+            data["spheres"] = [dict(s) for s in self.spheres]
+        if self.camera:
+            data["camera"] = dict(self.camera)
+        return copy.deepcopy(data)
+
+    def save(self, path: str | Path) -> None:
+        """Write the scene as a TOML file that :func:`load` reads back."""
+        Path(path).write_text(tomli_w.dumps(self.to_dict()), encoding="utf-8")
+
+
+def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
+    """Check every key and type, build the system once, and return the Scene."""
+    for key in data:
+        if key not in _TOP_LEVEL and key != data.get("builder"):
+            allowed = ["description", "builder", "<builder section>", *_TOP_LEVEL[2:]]
+            raise _unknown_key(where, key, allowed)
+    if "builder" not in data:
+        raise SceneError(
+            f"{where}: missing required key 'builder'; allowed: {', '.join(BUILDERS)}"
+        )
+    builder = _typed(where, "builder", data["builder"], str)
+    if builder not in BUILDERS:
+        raise SceneError(
+            f"{where}: builder: unknown builder {builder!r}; allowed: {', '.join(BUILDERS)}"
+        )
+    description = _typed(where, "description", data.get("description", ""), str)
+    spheres = data.get("spheres", [])
+    if not isinstance(spheres, list):
+        raise SceneError(f"{where}: spheres: expected an array of tables ([[spheres]])")
+    scene = Scene(
+        name=name,
+        description=description,
+        builder=builder,
+        params=_builder_section(where, builder, data.get(builder, {})),
+        settings=_fixed_section(where, "simulation", data.get("simulation", {}), SIMULATION_FIELDS),
+        ground=(
+            _fixed_section(where, "ground", data["ground"], GROUND_FIELDS)
+            if "ground" in data else None
+        ),
+        spheres=[_fixed_section(where, "spheres", s, SPHERE_FIELDS) for s in spheres],
+        camera=_fixed_section(where, "camera", data.get("camera", {}), CAMERA_FIELDS),
+        source=source,
+    )
+    try:
+        scene.build()
+    except ValueError as error:
+        raise SceneError(f"{where}: [{builder}] {error}") from None
+    return scene
+
+
+def scene_from_dict(data: dict, name: str, source: str | Path | None = None) -> Scene:
+    """Validate scene data (as read from TOML) and return the Scene."""
+    source = None if source is None else Path(source)
+    return _validate(data, name, source, where=str(source) if source else f"scene {name!r}")
+
+
+def scene_names() -> list[str]:
+    """Names of the shipped scenes, the default scene first."""
+    names = sorted(p.stem for p in scene_dir().glob("*.toml"))
+    return sorted(names, key=lambda n: n != DEFAULT_SCENE)
+
+
+def scene_path(path_or_name: str | Path) -> Path:
+    """The file of a scene given as a path to a .toml file or a shipped scene name."""
+    path = Path(path_or_name)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise SceneError(f"{path}: no such scene file")
+        return path
+    shipped = scene_dir() / f"{path_or_name}.toml"
+    if not shipped.is_file():
+        raise SceneError(
+            f"unknown scene {str(path_or_name)!r}; shipped scenes: {', '.join(scene_names())} "
+            "(or give a path to a .toml file)"
+        )
+    return shipped
+
+
+def load(path_or_name: str | Path) -> Scene:
+    """Load and validate a scene from a .toml path or a shipped scene name ("cloth")."""
+    path = scene_path(path_or_name)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise SceneError(f"{path}: TOML syntax error: {error}") from None
+    return scene_from_dict(data, path.stem, path)
