@@ -44,13 +44,18 @@ class SceneError(ValueError):
     """A scene file, dictionary or override is invalid; the message names where and which key."""
 
 
+REQUIRED = object()
+"""Marks a section key that has no default and must be given."""
+
+
 @dataclass(frozen=True)
 class _Field:
-    """One key of a fixed section: its type, an optional value check, and a default."""
+    """One key of a fixed section: its type, an optional value check with a description
+    of the allowed values, and a default (None: optional, left out when absent)."""
 
     type: Any
     check: Callable[[Any], bool] | None = None
-    allowed: str = ""
+    allowed: str | Callable[[], str] = ""
     default: Any = None
 
 
@@ -64,7 +69,10 @@ _VEC3 = tuple[float, float, float]
 SIMULATION_FIELDS = {
     "dt": _Field(float, lambda v: v > 0, "a time step > 0 s", 0.005),
     "gravity": _Field(_VEC3, None, "", [0.0, -9.81, 0.0]),
-    "integrator": _Field(str, lambda v: v in _integrator_names(), "", "symplectic_euler"),
+    "integrator": _Field(
+        str, lambda v: v in _integrator_names(),
+        lambda: "one of " + ", ".join(_integrator_names()), "symplectic_euler",
+    ),
     "drag": _Field(float, lambda v: v >= 0, "a drag rate >= 0 1/s", 0.0),
     "substeps": _Field(int, lambda v: v >= 1, "an integer >= 1", 1),
 }
@@ -73,8 +81,8 @@ GROUND_FIELDS = {
     "friction": _Field(float, lambda v: v >= 0, "a friction coefficient >= 0", 0.5),
 }
 SPHERE_FIELDS = {
-    "center": _Field(_VEC3),
-    "radius": _Field(float, lambda v: v > 0, "a radius > 0 m"),
+    "center": _Field(_VEC3, default=REQUIRED),
+    "radius": _Field(float, lambda v: v > 0, "a radius > 0 m", REQUIRED),
     "friction": _Field(float, lambda v: v >= 0, "a friction coefficient >= 0", 0.3),
 }
 CAMERA_FIELDS = {
@@ -187,17 +195,15 @@ def _fixed_section(where: str, section: str, data: dict, fields: dict[str, _Fiel
         spec = fields[key]
         value = _typed(where, f"{section}.{key}", value, spec.type)
         if spec.check is not None and not spec.check(value):
-            allowed = spec.allowed
-            if section == "simulation" and key == "integrator":
-                allowed = "one of " + ", ".join(_integrator_names())
+            allowed = spec.allowed() if callable(spec.allowed) else spec.allowed
             raise SceneError(f"{where}: {section}.{key}: allowed {allowed}, got {value!r}")
         out[key] = value
+    missing = [k for k, spec in fields.items() if spec.default is REQUIRED and k not in out]
+    if missing:
+        raise SceneError(f"{where}: {section}: missing required key(s) {', '.join(missing)}")
     for key, spec in fields.items():
         if key not in out and spec.default is not None:
             out[key] = copy.deepcopy(spec.default)
-    missing = [k for k in fields if k not in out]
-    if section != "camera" and missing:
-        raise SceneError(f"{where}: {section}: missing required key(s) {', '.join(missing)}")
     return out
 
 
@@ -353,9 +359,14 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         source=source,
     )
     try:
-        scene.build()
+        system = scene.build()
     except ValueError as error:
         raise SceneError(f"{where}: [{builder}] {error}") from None
+    if system.planar and scene.settings["gravity"][2] != 0:
+        raise SceneError(
+            f"{where}: simulation.gravity: a planar system needs gz = 0, "
+            f"got {scene.settings['gravity']}"
+        )
     return scene
 
 

@@ -234,6 +234,8 @@ def test_parse_value_reads_toml_values_and_keeps_plain_text():
          r"spheres\.radius: allowed a radius > 0 m"),
         ('builder = "cloth"\n[ground]\nheight = "low"\n', r"ground\.height: expected a number"),
         ('builder = "cloth"\n[camera]\nzoom = 2\n', r"unknown key 'camera\.zoom'"),
+        ('builder = "triangle"\n[simulation]\ngravity = [0, 0, -9.81]\n',
+         r"simulation\.gravity: a planar system needs gz = 0"),
     ],
 )
 def test_bad_scene_file_names_the_file_and_the_key(tmp_path, text, message):
