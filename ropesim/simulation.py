@@ -67,6 +67,9 @@ class Simulation:
     max_speed : m/s; a faster particle is treated as a diverged simulation.
     grab_follow_time : s; a grabbed particle closes the gap to its target with this
         time constant, so its velocity follows the mouse smoothly across substeps.
+    cg_tolerance, cg_max_iterations : stopping rule of the implicit integrators' conjugate
+        gradient (relative residual |r| / |rhs|). Momentum is conserved to about the
+        tolerance times the impulse of a step.
     """
 
     def __init__(
@@ -81,6 +84,8 @@ class Simulation:
         dtype: Any = np.float64,
         max_speed: float = 1e4,
         grab_follow_time: float = 1.0 / 60.0,
+        cg_tolerance: float = 1e-6,
+        cg_max_iterations: int = 200,
     ):
         if not isinstance(system, SpringSystem):
             raise ValueError(f"system: expected a SpringSystem, got {type(system).__name__}")
@@ -122,6 +127,8 @@ class Simulation:
         self.drag = drag
         self.contacts = contacts
         self.substeps = substeps
+        self.cg_tolerance = cg_tolerance
+        self.cg_max_iterations = cg_max_iterations
         assert self._x.shape == (n, 3)
 
     # --- settings (validated, live) ----------------------------------------------------
@@ -195,6 +202,25 @@ class Simulation:
         value = tuple(value)
         self._grounds, self._spheres = pack_contacts(value)
         self._contacts = value
+
+    @property
+    def cg_tolerance(self) -> float:
+        """Relative residual at which the implicit integrators' CG stops."""
+        return self._data.cg_tolerance
+
+    @cg_tolerance.setter
+    def cg_tolerance(self, value: float) -> None:
+        self._data.cg_tolerance = _positive(value, "cg_tolerance", "(relative residual)")
+
+    @property
+    def cg_max_iterations(self) -> int:
+        return self._data.cg_max_iterations
+
+    @cg_max_iterations.setter
+    def cg_max_iterations(self, value: int) -> None:
+        if isinstance(value, bool) or int(value) != value or int(value) < 1:
+            raise ValueError(f"cg_max_iterations: must be an integer >= 1, got {value!r}")
+        self._data.cg_max_iterations = int(value)
 
     @property
     def solver_stats(self) -> SolverStats:
