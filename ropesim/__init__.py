@@ -8,9 +8,11 @@ A numba engine you can script without a window, and a moderngl viewer on top of 
     print(sim.energy())
 """
 
+from .builders import BUILDERS, cloth, explicit, random_network, ring, rope, star, triangle
 from .contacts import Ground, Sphere
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats
 from .model import SpringSystem, concatenate
+from .scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .simulation import Simulation, SimulationDiverged
 
 __version__ = "0.1.0"
@@ -18,14 +20,8 @@ __version__ = "0.1.0"
 __all__ = [
     "SpringSystem", "concatenate", "Simulation", "SimulationDiverged", "INTEGRATORS",
     "DEFAULT_INTEGRATOR", "SolverStats", "Ground", "Sphere",
+    "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
+    "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
 ]
 
-# Builders and scene files (added when their modules are present).
-try:
-    from .builders import cloth, random_network, ring, rope, star, triangle  # noqa: F401
-    from .scenes import Scene, SceneError, load, scene_names  # noqa: F401
 
-    __all__ += ["cloth", "random_network", "ring", "rope", "star", "triangle",
-                "Scene", "SceneError", "load", "scene_names"]
-except ImportError:  # pragma: no cover - during development only
-    pass
