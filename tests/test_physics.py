@@ -157,11 +157,14 @@ def test_implicit_stable_far_past_explicit_limit(name, multiple):
     cloth = stiff_cloth()
     sim = rs.Simulation(cloth, dt=multiple * EXPLICIT_LIMIT, integrator=name)
     e0 = sim.energy()
-    sim.step(300)
+    largest_sag = 0.0
+    for _ in range(30):
+        sim.step(10)
+        largest_sag = max(largest_sag, np.abs(sim.positions - cloth.positions3()).max())
+        assert sim.energy() <= e0 + 1e-3 * abs(e0)  # undamped: no energy is created
+        assert sim.max_strain() < 0.3
     assert np.all(np.isfinite(sim.positions))
-    assert sim.energy() <= e0 + 1e-3 * abs(e0)  # undamped: no energy is created
-    assert sim.max_strain() < 0.3
-    assert np.abs(sim.positions - cloth.positions3()).max() > 0.005  # it sagged, not frozen
+    assert largest_sag > 0.005  # it moved under gravity, it did not freeze
     assert sim.solver_stats.iterations > 0 and sim.solver_stats.converged
 
 
