@@ -293,3 +293,17 @@ def test_solver_stats_exposed_for_implicit_integrators():
     stats = sim.solver_stats
     assert stats.iterations > 0 and stats.residual <= sim.cg_tolerance
     assert stats.implicit_steps == 3 and stats.fallback_steps >= 0
+
+
+def test_stable_dt_is_a_safe_bound_for_symplectic_euler():
+    cloth = rs.cloth(10, 10, 0.05, mass=0.01, stiffness=1000.0, damping=0.0)
+    limit = cloth.stable_dt()
+    assert 0 < limit < 1
+    safe = rs.Simulation(cloth, dt=0.95 * limit, gravity=(0, 0, 0))
+    safe.positions[:] += np.random.default_rng(0).normal(scale=1e-3, size=safe.positions.shape)
+    safe.positions[cloth.pinned] = cloth.positions3()[cloth.pinned]
+    e0 = safe.energy()
+    safe.step(3000)
+    assert np.isfinite(safe.energy()) and safe.energy() < 3 * e0  # bounded, no blow-up
+    with pytest.raises(rs.SimulationDiverged):  # far above the bound it does blow up
+        rs.Simulation(cloth, dt=4 * limit).step(3000)
