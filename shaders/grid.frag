@@ -1,0 +1,50 @@
+#version 330 core
+// Anti-aliased grid lines (minor every cell, major every u_major cells) over a
+// translucent fill, fading out towards the edge of the plane. With
+// u_shade_below the part of the plane below world height u_ground_y is filled
+// more opaquely and the ground level gets a line (a planar scene's ground,
+// seen edge-on).
+
+in vec3 v_world;
+in vec2 v_plane;
+in vec2 v_corner;
+
+uniform float u_cell;          // m
+uniform float u_major;         // cells per major line
+uniform vec3 u_line_color;     // sRGB
+uniform vec3 u_fill_color;     // sRGB
+uniform float u_fill_alpha;
+uniform bool u_shade_below;
+uniform float u_ground_y;      // m
+
+out vec4 f_color;
+
+// 1 on a line of the given pixel width, 0 away from it; fades out where the
+// lines would be denser than about 4 px apart.
+float grid_lines(vec2 coord, float width_px) {
+    vec2 fw = max(fwidth(coord), vec2(1e-6));
+    vec2 dist_px = abs(fract(coord - 0.5) - 0.5) / fw;
+    float line = 1.0 - clamp(min(dist_px.x, dist_px.y) - 0.5 * width_px + 0.5, 0.0, 1.0);
+    float density = max(fw.x, fw.y);
+    return line * (1.0 - smoothstep(0.12, 0.3, density));
+}
+
+void main() {
+    vec2 cells = v_plane / u_cell;
+    float minor = grid_lines(cells, 1.0);
+    float major = grid_lines(cells / u_major, 1.5);
+    float line = max(0.45 * minor, 0.9 * major);
+    vec3 fill = u_fill_color;
+    float fill_alpha = u_fill_alpha;
+    if (u_shade_below) {
+        if (v_world.y < u_ground_y) {
+            fill *= 1.5;
+            fill_alpha = 0.85;
+        }
+        float px = abs(v_world.y - u_ground_y) / max(fwidth(v_world.y), 1e-9);
+        line = max(line, 1.0 - clamp(px - 1.0, 0.0, 1.0));   // the ground line, 2-3 px
+    }
+    float fade = 1.0 - smoothstep(0.55, 1.0, length(v_corner));
+    float alpha = mix(fill_alpha, 1.0, line) * fade;
+    f_color = vec4(mix(fill, u_line_color, line), alpha);
+}
