@@ -1,0 +1,414 @@
+"""render: offscreen frames of real simulations through an EGL context.
+
+Every check looks at pixels: where the cloth lands compared with the camera's own
+projection, what colours strain, pins and faces get, and that per-frame updates
+reuse the GL buffers.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import moderngl
+import numpy as np
+import pytest
+
+from ropesim import render
+from ropesim.builders import cloth, rope
+from ropesim.camera import OrbitCamera
+from ropesim.contacts import Ground, Sphere
+from ropesim.render import (
+    WIREFRAME_MODES,
+    FrameGrabber,
+    OffscreenTarget,
+    Renderer,
+    RenderOptions,
+    check_video_size,
+    create_headless_context,
+    load_shader_source,
+    render_frame,
+)
+from ropesim.simulation import Simulation
+from ropesim.surface import compute_normals
+
+W, H = 320, 240
+BARE = dict(show_grid=False, show_axes=False)   # only the simulation itself
+
+
+@pytest.fixture(scope="module")
+def ctx() -> moderngl.Context:
+    try:
+        context = create_headless_context()
+    except RuntimeError as exc:   # no EGL driver on this machine at all
+        pytest.skip(str(exc))
+    yield context
+    context.release()
+
+
+@pytest.fixture
+def cloth_sim() -> Simulation:
+    return Simulation(cloth(24, 24, 0.05))
+
+
+@pytest.fixture
+def renderer(ctx: moderngl.Context, cloth_sim: Simulation) -> Renderer:
+    r = Renderer(ctx, cloth_sim)
+    yield r
+    r.release()
+
+
+def framed(sim: Simulation, planar: bool = False) -> OrbitCamera:
+    cam = OrbitCamera()
+    cam.frame(sim.positions, planar=planar, aspect=W / H)
+    return cam
+
+
+def background_rgb(options: RenderOptions) -> np.ndarray:
+    return np.round(np.asarray(options.background[:3]) * 255).astype(int)
+
+
+def differs(pixels: np.ndarray, color: np.ndarray, tol: int = 6) -> np.ndarray:
+    """Boolean mask: pixel differs from ``color`` by more than ``tol`` in some channel."""
+    return np.abs(pixels.astype(int) - color).max(axis=-1) > tol
+
+
+def projected(cam: OrbitCamera, points: np.ndarray) -> np.ndarray:
+    px, _ = cam.project(points, W, H)
+    assert np.all(np.isfinite(px))
+    return px
+
+
+# --- frames land where the camera says -------------------------------------------------
+
+def test_cloth_frame_is_not_blank(ctx, renderer, cloth_sim) -> None:
+    opts = RenderOptions()
+    img = render_frame(ctx, renderer, framed(cloth_sim), W, H, opts)
+    assert img.shape == (H, W, 3) and img.dtype == np.uint8
+    covered = differs(img, background_rgb(opts)).mean()
+    assert covered > 0.15, f"only {covered:.1%} of the pixels differ from the background"
+
+
+@pytest.mark.parametrize("mode", ["surface", "springs+particles"])
+def test_pixels_sit_where_particles_project(ctx, renderer, cloth_sim, mode: str) -> None:
+    opts = RenderOptions(mode=mode, **BARE)
+    cam = framed(cloth_sim)
+    img = render_frame(ctx, renderer, cam, W, H, opts)
+    bg = background_rgb(opts)
+    px = projected(cam, cloth_sim.positions)
+    # Every particle is a sprite centred on its projection; on the surface, an edge
+    # particle may sit on the boundary between pixels, so look at its 3x3 block.
+    reach = 0 if mode == "springs+particles" else 1
+    rng = np.random.default_rng(3)
+    for i in rng.choice(cloth_sim.n_particles, 20, replace=False):
+        u, v = px[i].astype(int)
+        block = img[v - reach:v + reach + 1, u - reach:u + reach + 1]
+        assert differs(block, bg).any(), f"particle {i} at pixel ({u}, {v})"
+    # Far from the cloth: the corners, and everything well outside its projected box.
+    for patch in (img[:6, :6], img[:6, -6:], img[-6:, :6], img[-6:, -6:]):
+        assert not differs(patch, bg).any()
+    lo = np.floor(px.min(axis=0)).astype(int) - 4
+    hi = np.ceil(px.max(axis=0)).astype(int) + 4
+    outside = np.ones((H, W), bool)
+    outside[max(lo[1], 0):hi[1], max(lo[0], 0):hi[0]] = False
+    assert not differs(img[outside], bg).any()
+    assert differs(img[~outside], bg).mean() > 0.5
+
+
+def test_particles_are_drawn_at_their_projection_in_their_colours(ctx, cloth_sim) -> None:
+    """Large sprites: pinned particles orange, hovered cyan, grabbed green, the rest white."""
+    r = Renderer(ctx, cloth_sim, particle_radius=0.02)
+    cam = framed(cloth_sim)
+    img = render_frame(ctx, r, cam, W, H,
+                       RenderOptions(mode="springs+particles", hovered=100, grabbed=300, **BARE))
+    r.release()
+    px = projected(cam, cloth_sim.positions)
+    rgb = {i: img[int(px[i, 1]), int(px[i, 0])].astype(int) for i in (0, 23, 100, 300, 250, 575)}
+    for pinned in (0, 23):   # the builder's top corners
+        red, green, blue = rgb[pinned]
+        assert red > 200 and red > green + 50 and green > blue + 50, rgb[pinned]
+    red, green, blue = rgb[100]
+    assert blue > 200 and green > 150 and red < 120, rgb[100]
+    red, green, blue = rgb[300]
+    assert green > 200 and green > red + 80 and green > blue + 80, rgb[300]
+    for plain in (250, 575):
+        assert rgb[plain].min() > 180 and np.ptp(rgb[plain]) < 40, rgb[plain]
+
+
+def test_sim_grabbed_is_highlighted_without_options(ctx, cloth_sim) -> None:
+    r = Renderer(ctx, cloth_sim, particle_radius=0.02)
+    cam = framed(cloth_sim)
+    cloth_sim.grab(300, cloth_sim.positions[300].copy())
+    img = render_frame(ctx, r, cam, W, H, RenderOptions(mode="springs+particles", **BARE))
+    r.release()
+    u, v = projected(cam, cloth_sim.positions[300:301])[0]
+    red, green, blue = img[int(v), int(u)].astype(int)
+    assert green > red + 80 and green > blue + 80
+
+
+def test_front_and_back_faces_get_their_colours(ctx, renderer, cloth_sim) -> None:
+    cam = framed(cloth_sim, planar=True)          # looking down -z at the front (+z) side
+    opts = RenderOptions(**BARE)
+    front = render_frame(ctx, renderer, cam, W, H, opts)[H // 2, W // 2].astype(int)
+    cam.orbit(180.0, 0.0)
+    back = render_frame(ctx, renderer, cam, W, H, opts)[H // 2, W // 2].astype(int)
+    assert front[0] > front[2] + 60, f"front should be the warm colour, got {front}"
+    assert back[2] > back[0] + 60, f"back should be the cool colour, got {back}"
+
+
+# --- modes and strain ------------------------------------------------------------------------
+
+def test_the_three_modes_give_different_images(ctx, renderer, cloth_sim) -> None:
+    cam = framed(cloth_sim)
+    images = {m: render_frame(ctx, renderer, cam, W, H, RenderOptions(mode=m))
+              for m in WIREFRAME_MODES}
+    for a, b in itertools.combinations(WIREFRAME_MODES, 2):
+        changed = differs(images[a], images[b].astype(int), tol=10).mean()
+        assert changed > 0.02, f"{a} and {b} differ in only {changed:.2%} of the pixels"
+
+
+def test_systems_without_triangles_always_draw_springs_and_particles(ctx) -> None:
+    sim = Simulation(rope(12, 1.0))
+    r = Renderer(ctx, sim)
+    cam = framed(sim)
+    images = [render_frame(ctx, r, cam, W, H, RenderOptions(mode=m)) for m in WIREFRAME_MODES]
+    r.release()
+    assert not r.has_surface
+    assert all(np.array_equal(images[0], other) for other in images[1:])
+    assert differs(images[0], background_rgb(RenderOptions())).mean() > 0.005
+
+
+def test_mode_is_validated_with_the_allowed_values() -> None:
+    with pytest.raises(ValueError, match="surface, surface\\+springs, springs\\+particles"):
+        RenderOptions(mode="wireframe")
+    opts = RenderOptions()
+    opts.mode = "bogus"
+    with pytest.raises(ValueError, match="mode"):
+        opts.validate()
+    with pytest.raises(ValueError, match="spring_width_px"):
+        RenderOptions(spring_width_px=0)
+
+
+def test_draw_rejects_a_bad_mode_set_after_construction(ctx, renderer, cloth_sim) -> None:
+    opts = RenderOptions()
+    opts.mode = "points"
+    with pytest.raises(ValueError, match="allowed"):
+        render_frame(ctx, renderer, framed(cloth_sim), W, H, opts)
+
+
+def is_red(p: np.ndarray) -> bool:
+    r, g, b = (int(c) for c in p)
+    return r > 150 and r > g + 70 and r > b + 70
+
+
+def is_blue(p: np.ndarray) -> bool:
+    r, g, b = (int(c) for c in p)
+    return b > 150 and b > r + 70
+
+
+def near(img: np.ndarray, uv: np.ndarray, test, radius: int = 1) -> bool:
+    u, v = int(uv[0]), int(uv[1])
+    patch = img[v - radius:v + radius + 1, u - radius:u + radius + 1].reshape(-1, 3)
+    return any(test(p) for p in patch)
+
+
+def test_strain_colours_stretched_red_and_compressed_blue(ctx) -> None:
+    """Move the right column outwards (stretch) and the left column inwards
+    (compress) by half a spacing; only the springs there change colour."""
+    nx = ny = 12
+    s = 0.1
+    sim = Simulation(cloth(nx, ny, s))
+    cam = framed(sim, planar=True)
+    pos = sim.positions
+    cols = np.arange(nx * ny) % nx
+    pos[cols == nx - 1, 0] += 0.5 * s
+    pos[cols == 0, 0] += 0.5 * s
+    r = Renderer(ctx, sim)
+    opts = RenderOptions(mode="springs+particles", strain_colors=True, spring_width_px=3, **BARE)
+    img = render_frame(ctx, r, cam, W, H, opts)
+    plain = render_frame(ctx, r, cam, W, H, RenderOptions(mode="springs+particles",
+                                                          spring_width_px=3, **BARE))
+    r.release()
+    rows = np.arange(1, ny - 1)
+    ids = rows * nx
+    stretched = projected(cam, 0.5 * (pos[ids + nx - 2] + pos[ids + nx - 1]))
+    compressed = projected(cam, 0.5 * (pos[ids] + pos[ids + 1]))
+    at_rest = projected(cam, 0.5 * (pos[ids + nx // 2 - 1] + pos[ids + nx // 2]))
+    assert all(near(img, uv, is_red) for uv in stretched)
+    assert all(near(img, uv, is_blue) for uv in compressed)
+    assert not any(near(img, uv, is_red) or near(img, uv, is_blue) for uv in at_rest)
+    # without strain colouring the same springs are neither red nor blue
+    assert not any(near(plain, uv, is_red) or near(plain, uv, is_blue)
+                   for uv in np.concatenate([stretched, compressed]))
+
+
+# --- per-frame updates ------------------------------------------------------------------
+
+def test_moving_the_sim_changes_the_image_and_reuses_buffers(ctx, renderer, cloth_sim) -> None:
+    cam = framed(cloth_sim)
+    grabber = FrameGrabber(ctx, W, H)
+    before = grabber.grab(renderer, cam, RenderOptions())
+    buffers = dict(renderer.buffers)
+    glos = {k: b.glo for k, b in buffers.items()}
+    staging = renderer._pos32
+    cloth_sim.integrator = "backward_euler"   # stable at the default dt for this cloth
+    cloth_sim.velocities[:, 2] = np.linspace(-1.0, 1.0, cloth_sim.n_particles)  # out of plane
+    cloth_sim.step(40)
+    after = grabber.grab(renderer, cam, RenderOptions())
+    grabber.release()
+    assert differs(before, after.astype(int), tol=10).mean() > 0.01
+    assert all(renderer.buffers[k] is b for k, b in buffers.items())
+    assert {k: b.glo for k, b in renderer.buffers.items()} == glos
+    assert renderer._pos32 is staging
+    uploaded = np.frombuffer(renderer.buffers["positions"].read(), np.float32).reshape(-1, 3)
+    assert np.allclose(uploaded, cloth_sim.positions, atol=1e-6)
+    normals = np.frombuffer(renderer.buffers["normals"].read(), np.float32).reshape(-1, 3)
+    expected = compute_normals(cloth_sim.positions, cloth_sim.system.triangles)
+    assert np.allclose(normals, expected, atol=1e-6)
+    assert not np.allclose(normals, [0.0, 0.0, 1.0], atol=0.05)   # the cloth bent
+
+
+def test_update_uploads_float32_state_directly(ctx) -> None:
+    sim = Simulation(cloth(6, 5, 0.1), dtype=np.float32)
+    r = Renderer(ctx, sim)
+    sim.positions[:, 2] += 0.25
+    r.update(sim)
+    uploaded = np.frombuffer(r.buffers["positions"].read(), np.float32).reshape(-1, 3)
+    r.release()
+    assert np.array_equal(uploaded, sim.positions)
+
+
+def test_update_refuses_a_different_scene(ctx, renderer) -> None:
+    with pytest.raises(ValueError, match="rebuild"):
+        renderer.update(Simulation(cloth(5, 5, 0.1)))
+
+
+def test_flags_are_uploaded_only_when_they_change(ctx, renderer, cloth_sim) -> None:
+    cam = framed(cloth_sim)
+    grabber = FrameGrabber(ctx, 64, 48, samples=0)
+    opts = RenderOptions(hovered=5)
+    grabber.grab(renderer, cam, opts)
+    count = renderer.flag_uploads
+    grabber.grab(renderer, cam, opts)
+    grabber.grab(renderer, cam, opts)
+    assert renderer.flag_uploads == count
+    opts.hovered = 6
+    grabber.grab(renderer, cam, opts)
+    assert renderer.flag_uploads == count + 1
+    cloth_sim.pin(200)
+    grabber.grab(renderer, cam, opts)
+    assert renderer.flag_uploads == count + 2
+    flags = np.frombuffer(renderer.buffers["flags"].read(), np.uint32)
+    grabber.release()
+    assert flags[200] == render.FLAG_PINNED and flags[6] == render.FLAG_HOVERED
+    assert flags[0] == render.FLAG_PINNED and flags[5] == 0
+    with pytest.raises(ValueError, match="hovered"):
+        render_frame(ctx, renderer, cam, 64, 48, RenderOptions(hovered=10_000))
+
+
+def test_rebuild_switches_scene(ctx, renderer) -> None:
+    sim = Simulation(rope(10, 1.0))
+    renderer.rebuild(sim)
+    assert renderer.n_particles == 10 and not renderer.has_surface
+    assert renderer.buffers["positions"].size == 10 * 12
+    assert renderer.buffers["springs"].size == 9 * 2 * 4
+    img = render_frame(ctx, renderer, framed(sim), W, H, RenderOptions(**BARE))
+    assert differs(img, background_rgb(RenderOptions())).any()
+
+
+# --- obstacles, grid, axes ----------------------------------------------------------------
+
+def test_sphere_obstacle_and_ground_grid_are_drawn(ctx) -> None:
+    ball = Sphere((0.0, -0.6, 0.5), 0.25)
+    sim = Simulation(cloth(10, 10, 0.1), contacts=(Ground(-1.2), ball))
+    cam = framed(sim)
+    cam.distance *= 1.5
+    r = Renderer(ctx, sim)
+    with_grid = render_frame(ctx, r, cam, W, H, RenderOptions(show_axes=False))
+    bare = render_frame(ctx, r, cam, W, H, RenderOptions(**BARE))
+    r.release()
+    bg = background_rgb(RenderOptions())
+    u, v = projected(cam, np.array([ball.center]))[0]
+    red, green, blue = bare[int(v), int(u)].astype(int)
+    assert blue >= red and abs(red - green) < 40 and red > 60, "the ball is a neutral grey"
+    # A point on the ground beside the cloth: grid there, background without it.
+    u, v = projected(cam, np.array([[0.8, -1.2, 0.0]]))[0]
+    assert 0 <= u < W and 0 <= v < H
+    assert differs(with_grid[int(v), int(u)], bg)
+    assert not differs(bare[int(v), int(u)], bg)
+
+
+def test_axes_point_along_x_y_z_in_red_green_blue(ctx) -> None:
+    sim = Simulation(cloth(4, 4, 0.1, origin=(2.0, 0.0, 0.0)))   # keep the origin clear
+    cam = framed(sim)
+    cam.target = np.zeros(3)
+    cam.distance = 4.0
+    r = Renderer(ctx, sim)
+    img = render_frame(ctx, r, cam, W, H, RenderOptions(show_grid=False, spring_width_px=3))
+    ends = projected(cam, np.eye(3) * 0.6 * r.axis_length)
+    r.release()
+    for axis, uv in enumerate(ends):
+        p = img[int(uv[1]), int(uv[0])].astype(int)
+        assert p.argmax() == axis and p[axis] > 150, f"axis {axis}: {p}"
+
+
+# --- targets, contexts, shaders -----------------------------------------------------------
+
+def test_offscreen_target_reads_top_row_first(ctx) -> None:
+    target = OffscreenTarget(ctx, 40, 30, samples=0)
+    target.clear((1.0, 0.0, 0.0))
+    target.fbo.clear(0.0, 1.0, 0.0, 1.0, viewport=(0, 0, 40, 10))   # GL rows 0..9 = bottom
+    img = target.read_rgb()
+    target.release()
+    assert img.shape == (30, 40, 3) and img.dtype == np.uint8
+    assert (img[:20] == [255, 0, 0]).all() and (img[20:] == [0, 255, 0]).all()
+
+
+def test_multisampled_target_matches_geometry_of_plain_one(ctx, renderer, cloth_sim) -> None:
+    cam = framed(cloth_sim)
+    opts = RenderOptions(**BARE)
+    plain = FrameGrabber(ctx, W, H, samples=0)
+    msaa = FrameGrabber(ctx, W, H, samples=4)
+    a = plain.grab(renderer, cam, opts)
+    b = msaa.grab(renderer, cam, opts)
+    plain.release()
+    msaa.release()
+    bg = background_rgb(opts)
+    assert abs(differs(a, bg).mean() - differs(b, bg).mean()) < 0.01
+    with pytest.raises(ValueError, match="samples"):
+        OffscreenTarget(ctx, 8, 8, samples=8)
+
+
+def test_render_frame_reuses_its_target(ctx, renderer, cloth_sim) -> None:
+    cam = framed(cloth_sim)
+    render_frame(ctx, renderer, cam, W, H)
+    grabber = renderer.frame_grabber(W, H)
+    render_frame(ctx, renderer, cam, W, H)
+    assert renderer.frame_grabber(W, H) is grabber
+    render_frame(ctx, renderer, cam, 160, 120)
+    assert renderer.frame_grabber(160, 120) is not grabber
+
+
+def test_check_video_size_names_the_bad_side() -> None:
+    check_video_size(640, 480)
+    with pytest.raises(ValueError, match="width=650"):
+        check_video_size(650, 480)
+    with pytest.raises(ValueError, match="height=500"):
+        check_video_size(640, 500)
+
+
+def test_headless_context_failure_is_one_clear_line(monkeypatch) -> None:
+    def broken(**kwargs):
+        raise Exception("eglGetDisplay failed\nmore detail")
+
+    monkeypatch.setattr(render.moderngl, "create_standalone_context", broken)
+    with pytest.raises(RuntimeError) as info:
+        create_headless_context()
+    message = str(info.value)
+    assert "\n" not in message
+    assert "EGL" in message and "eglGetDisplay failed" in message and "install" in message
+
+
+def test_shader_includes_are_resolved() -> None:
+    source = load_shader_source("surface.frag")
+    assert "#include" not in source and "vec3 shade(" in source
+    assert source.startswith("#version 330")
