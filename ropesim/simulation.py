@@ -14,6 +14,7 @@ few steps, so normal steps pay for no copy).
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -120,6 +121,8 @@ class Simulation:
         self._grab_target = np.zeros(3)
         self.time = 0.0
         self.step_count = 0
+        self._stable_dt = system.stable_dt()
+        self._warned_dt = False
 
         self.dt = dt
         self.gravity = gravity
@@ -140,6 +143,22 @@ class Simulation:
     @dt.setter
     def dt(self, value: float) -> None:
         self._dt = _positive(value, "dt", "s")
+        self._warn_if_unstable()
+
+    def _warn_if_unstable(self) -> None:
+        """Warn once when an explicit integrator's dt is clearly past the stable step."""
+        integrator = getattr(self, "_integrator", None)
+        if self._warned_dt or integrator is None or integrator.implicit:
+            return
+        if self._dt > 2.0 * self._stable_dt:  # stable_dt is a bound, about 2x conservative
+            self._warned_dt = True
+            warnings.warn(
+                f"dt = {self._dt:g} s is well above the stable step of this system for "
+                f"explicit integrators (about {self._stable_dt:.3g}-{2 * self._stable_dt:.3g} s): "
+                "it will likely diverge. Use a smaller dt or an implicit integrator "
+                "(backward_euler, implicit_midpoint).",
+                RuntimeWarning, stacklevel=3,
+            )
 
     @property
     def gravity(self) -> np.ndarray:
@@ -177,6 +196,7 @@ class Simulation:
     @integrator.setter
     def integrator(self, name: str) -> None:
         self._integrator = get_integrator(name)
+        self._warn_if_unstable()
 
     @property
     def implicit(self) -> bool:

@@ -307,3 +307,15 @@ def test_stable_dt_is_a_safe_bound_for_symplectic_euler():
     assert np.isfinite(safe.energy()) and safe.energy() < 3 * e0  # bounded, no blow-up
     with pytest.raises(rs.SimulationDiverged):  # far above the bound it does blow up
         rs.Simulation(cloth, dt=4 * limit).step(3000)
+
+
+def test_warns_when_explicit_dt_is_far_above_the_stable_step():
+    cloth = rs.cloth(10, 10, 0.05, mass=0.01, stiffness=1000.0)
+    with pytest.warns(RuntimeWarning, match="stable step"):
+        rs.Simulation(cloth, dt=0.005)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rs.Simulation(cloth, dt=0.005, integrator="backward_euler")  # implicit: no warning
+        rs.Simulation(cloth, dt=0.5 * cloth.stable_dt())
