@@ -82,6 +82,7 @@ class ImguiRenderer:
         self.plot_context = implot.create_context()
         self.io = imgui.get_io()
         self.io.set_ini_filename("")   # no imgui.ini in the user's folder
+        self.io.config_windows_move_from_title_bar_only = True
         self.io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
         max_size = int(self.ctx.info["GL_MAX_TEXTURE_SIZE"])
         platform = imgui.get_platform_io()

@@ -1,0 +1,326 @@
+"""The real viewer window under X (Xvfb): bound 3.x handlers, keys and mouse drags sent
+through X (xdotool) or the window's own event handlers, exact picking after a resize,
+the panel capturing the mouse, a lit cloth on screen, and a clean close.
+
+Uses $DISPLAY if set; otherwise starts ``Xvfb`` itself (skips only without the binary).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZE = (1024, 640)
+
+
+def _start_xvfb() -> tuple[subprocess.Popen, str]:
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        pytest.skip("no display and no Xvfb binary (apt install xvfb)")
+    for number in range(90, 140):
+        if Path(f"/tmp/.X11-unix/X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists():
+            continue
+        proc = subprocess.Popen([xvfb, f":{number}", "-screen", "0", "1280x800x24",
+                                 "-nolisten", "tcp"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if Path(f"/tmp/.X11-unix/X{number}").exists():
+                return proc, f":{number}"
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        proc.kill()
+    pytest.skip("could not start Xvfb")
+
+
+@pytest.fixture(scope="module")
+def display():
+    """A DISPLAY for this module: the current one or a fresh Xvfb."""
+    if os.environ.get("DISPLAY"):
+        yield os.environ["DISPLAY"]
+        return
+    proc, name = _start_xvfb()
+    os.environ["DISPLAY"] = name
+    try:
+        yield name
+    finally:
+        del os.environ["DISPLAY"]
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+class Driver:
+    """Runs frames of a RopesimViewer and sends it input: through X with xdotool when
+    available, else by dispatching pyglet events to the window's own handlers."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.wnd = app.wnd
+        self.controller = app.controller
+        self.xdotool = shutil.which("xdotool")
+        self.frame(3)
+        if self.xdotool:
+            self._xdo("windowfocus", "--sync", str(self.window_id))
+
+    @property
+    def window_id(self) -> int:
+        return self.wnd._window._window
+
+    def frame(self, count: int = 1) -> None:
+        for _ in range(count):   # as moderngl_window.run_window_config_instance does
+            if self.wnd.is_closing:
+                return
+            self.wnd.use()
+            self.wnd.render(0.0, 1.0 / 60.0)
+            if not self.wnd.is_closing:
+                self.wnd.swap_buffers()   # also dispatches pending window events
+
+    def _xdo(self, *args: str) -> None:
+        subprocess.run([self.xdotool, *args], check=True, timeout=10)
+        time.sleep(0.05)
+        self.frame(2)
+
+    def key(self, xdo_name: str, pyglet_symbol: int) -> None:
+        if self.xdotool:
+            self._xdo("key", "--window", str(self.window_id), xdo_name)
+        else:
+            self.wnd._window.dispatch_event("on_key_press", pyglet_symbol, 0)
+            self.wnd._window.dispatch_event("on_key_release", pyglet_symbol, 0)
+            self.frame(2)
+
+    def window_xy(self, pixel: tuple[float, float]) -> tuple[int, int]:
+        """Framebuffer pixel -> X11 window coordinates (top-left origin)."""
+        scale = self.wnd.buffer_size[0] / self.wnd.size[0]
+        return int(pixel[0] / scale), int(pixel[1] / scale)
+
+    def move(self, xy: tuple[int, int]) -> None:
+        x, y = xy
+        if self.xdotool:
+            self._xdo("mousemove", "--window", str(self.window_id), str(x), str(y))
+        else:
+            self.wnd._window.dispatch_event("on_mouse_motion", x, self.wnd.height - 1 - y, 0, 0)
+            self.frame(2)
+
+    def drag(self, path: list[tuple[int, int]], on_each=None) -> None:
+        """Press the left button at path[0], move through path, release at the end."""
+        import pyglet
+
+        left = pyglet.window.mouse.LEFT
+        height = self.wnd.height
+        self.move(path[0])
+        if self.xdotool:
+            self._xdo("mousedown", "1")   # XTEST at the pointer (--window would send a synthetic event)
+        else:
+            x, y = path[0]
+            self.wnd._window.dispatch_event("on_mouse_press", x, height - 1 - y, left, 0)
+            self.frame(1)
+        for x, y in path[1:]:
+            if self.xdotool:
+                self._xdo("mousemove", "--window", str(self.window_id), str(x), str(y))
+            else:
+                self.wnd._window.dispatch_event("on_mouse_drag", x, height - 1 - y, 0, 0, left, 0)
+                self.frame(1)
+            if on_each is not None:
+                on_each()
+        if self.xdotool:
+            self._xdo("mouseup", "1")
+        else:
+            x, y = path[-1]
+            self.wnd._window.dispatch_event("on_mouse_release", x, height - 1 - y, left, 0)
+            self.frame(2)
+
+
+@pytest.fixture(scope="module")
+def driver(display, tmp_path_factory):
+    from ropesim.viewer import create_viewer
+
+    out = tmp_path_factory.mktemp("viewer-output")
+    app = create_viewer(["cloth", "--window", "pyglet", "--size", f"{SIZE[0]}x{SIZE[1]}",
+                         "--output-dir", str(out)])
+    drv = Driver(app)
+    yield drv
+    if not drv.wnd.is_closing:
+        drv.wnd.close()
+
+
+def particle_pixel(controller, i: int) -> tuple[float, float]:
+    pixels, _ = controller.camera.project(controller.sim.positions[i:i + 1],
+                                          *controller.view_size)
+    return float(pixels[0, 0]), float(pixels[0, 1])
+
+
+def test_handlers_are_bound_under_their_3x_names(driver):
+    app, wnd = driver.app, driver.wnd
+    bound = {
+        "render_func": "on_render", "resize_func": "on_resize", "close_func": "on_close",
+        "key_event_func": "on_key_event", "unicode_char_entered_func": "on_unicode_char_entered",
+        "mouse_position_event_func": "on_mouse_position_event",
+        "mouse_press_event_func": "on_mouse_press_event",
+        "mouse_release_event_func": "on_mouse_release_event",
+        "mouse_drag_event_func": "on_mouse_drag_event",
+        "mouse_scroll_event_func": "on_mouse_scroll_event",
+    }
+    for slot, method in bound.items():
+        assert getattr(wnd, slot) == getattr(app, method), slot
+    for old_name in ("render", "resize", "key_event", "mouse_press_event", "mouse_drag_event"):
+        assert not hasattr(app, old_name), old_name   # 2.x names would be silently ignored
+    assert wnd.fixed_aspect_ratio is None
+
+
+def test_the_screen_shows_a_lit_cloth(driver):
+    driver.frame(10)
+    c = driver.controller
+    w, h = driver.wnd.buffer_size
+    pixels = np.frombuffer(driver.app.ctx.screen.read(components=3), np.uint8).reshape(h, w, 3)
+    pixels = pixels[::-1]
+    x, y = particle_pixel(c, c.sim.n_particles // 2 + 12)   # the middle of the cloth
+    patch = pixels[int(y) - 6:int(y) + 6, int(x) - 6:int(x) + 6].reshape(-1, 3).astype(int)
+    red, green, blue = patch.mean(axis=0)
+    assert red > green + 30 and red > blue + 30, (red, green, blue)   # the orange cloth front
+    background = np.array(pixels[h // 2, 3], dtype=int)
+    assert abs(red - background[0]) > 60
+
+
+def test_space_and_i_keys_through_the_window(driver):
+    import pyglet
+
+    c = driver.controller
+    key = pyglet.window.key
+    integrator = c.sim.integrator
+    driver.key("space", key.SPACE)
+    assert c.paused
+    time_paused = c.sim.time
+    driver.frame(3)
+    assert c.sim.time == time_paused
+    driver.key("period", key.PERIOD)
+    assert c.sim.step_count > 0 and c.sim.time > time_paused
+    driver.key("i", key.I)
+    assert c.sim.integrator != integrator
+    driver.key("space", key.SPACE)
+    assert not c.paused
+    driver.key("r", key.R)
+    driver.frame(1)
+    assert c.sim.time < 0.1
+
+
+def test_panel_keeps_the_mouse_it_is_over(driver):
+    c = driver.controller
+    assert c.show_ui
+    azimuth = c.camera.azimuth
+    driver.drag([(60, 60), (120, 80), (200, 90)])   # on the panel: no orbit
+    assert c.camera.azimuth == azimuth
+    assert driver.app.imgui.io.want_capture_mouse
+
+
+def test_mouse_drag_moves_a_cloth_particle_and_flings_it(driver):
+    import pyglet
+
+    c = driver.controller
+    driver.key("h", pyglet.window.key.H)           # hide the panel and help overlay
+    assert not c.show_ui
+    driver.key("r", pyglet.window.key.R)
+    i = c.sim.n_particles - 1                       # a free bottom corner
+    start = c.sim.positions[i].copy()
+    x, y = driver.window_xy(particle_pixel(c, i))
+    grabbed = []
+    driver.drag([(x, y)] + [(x + 12 * k, y - 6 * k) for k in range(1, 8)],
+                on_each=lambda: grabbed.append(c.sim.grabbed))
+    assert grabbed and all(g == i for g in grabbed)
+    assert c.sim.grabbed is None
+    moved = c.sim.positions[i] - start
+    assert np.linalg.norm(moved) > 0.05
+    right, up, _ = c.camera.basis()
+    assert moved @ right > 0 and moved @ up > 0    # it followed the cursor right and up
+    driver.key("h", pyglet.window.key.H)
+    assert c.show_ui
+
+
+def test_picking_is_exact_after_a_resize(driver):
+    c = driver.controller
+    driver.wnd.size = (820, 700)
+    for _ in range(20):
+        driver.frame(1)
+        if driver.wnd.buffer_size == (820, 700):
+            break
+    assert driver.wnd.buffer_size == (820, 700) and c.view_size == (820, 700)
+    driver.key("space", __import__("pyglet").window.key.SPACE)   # hold the cloth still
+    i = c.sim.n_particles // 2
+    driver.move(driver.window_xy(particle_pixel(c, i)))
+    assert c.hovered == i
+    driver.key("space", __import__("pyglet").window.key.SPACE)
+
+
+def test_divergence_pauses_and_titles_the_window(driver):
+    c = driver.controller
+    c.set_integrator("explicit_euler")
+    c.set_parameter("dt", 0.02)
+    for _ in range(100):
+        driver.frame(1)
+        if c.error:
+            break
+    assert c.paused and "diverged" in driver.wnd.title and "R reset" in driver.wnd.title
+    assert not driver.wnd.is_closing
+    import pyglet
+
+    driver.key("r", pyglet.window.key.R)
+    c.set_parameter("dt", 0.001)
+    c.set_integrator("symplectic_euler")
+    driver.frame(1)
+    assert "diverged" not in driver.wnd.title
+
+
+def test_p_key_saves_a_fixed_size_screenshot(driver):
+    import pyglet
+    from PIL import Image
+
+    driver.key("p", pyglet.window.key.P)
+    path = Path(driver.controller.message.split(": ", 1)[1])
+    assert path.suffix == ".png" and path.is_file()
+    with Image.open(path) as image:
+        assert image.size == (1280, 720)
+
+
+def test_escape_closes_the_window_cleanly(driver):
+    import pyglet
+
+    driver.key("Escape", pyglet.window.key.ESCAPE)
+    assert driver.wnd.is_closing
+
+
+def test_ropesim_view_runs_and_quits_with_escape(display):
+    """The whole program: open, receive Esc through X, exit 0 without output on stderr."""
+    if shutil.which("xdotool") is None:
+        pytest.skip("needs xdotool to send Esc to a separate process")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from ropesim.viewer import main; "
+         "sys.exit(main(['rope', '--size', '640x400']))"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        window = ""
+        for _ in range(300):
+            found = subprocess.run(["xdotool", "search", "--name", "ropesim - rope"],
+                                   capture_output=True, text=True)
+            window = found.stdout.split()[0] if found.stdout.split() else ""
+            if window or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert window, proc.stderr.read() if proc.poll() is not None else "no window"
+        time.sleep(0.5)
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], check=True, timeout=10)
+        subprocess.run(["xdotool", "key", "--window", window, "Escape"], check=True, timeout=10)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
