@@ -81,6 +81,7 @@ class ProgressBar:
         self._drawn = False
 
     def __call__(self, done: int, total: int) -> None:
+        """Record progress; rate and ETA are measured from the first call."""
         now = time.perf_counter()
         if self._start is None:
             self._start = now
@@ -93,8 +94,9 @@ class ProgressBar:
         fraction = done / total if total else 1.0
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "." * (self.width - filled)
+        speed = f"{rate:,.0f}" if math.isfinite(rate) and done else "--"
         line = (f"{self.label} [{bar}] {fraction:4.0%} {done}/{total} {self.unit} "
-                f"{rate:,.0f} {self.unit}/s ETA {_format_seconds(eta)}")
+                f"{speed} {self.unit}/s ETA {_format_seconds(eta)}")
         self.stream.write("\r" + line + "\x1b[K")
         self.stream.flush()
         self._drawn = True
@@ -143,7 +145,8 @@ def parse_size(text: str) -> tuple[int, int]:
     try:
         width, height = (int(p) for p in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--size expects WIDTHxHEIGHT in pixels, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--size expects WIDTHxHEIGHT in pixels, got {text!r}") from None
     if width < 1 or height < 1:
         raise argparse.ArgumentTypeError(f"--size: width and height must be >= 1 px, got {text!r}")
     return width, height
@@ -352,8 +355,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         outputs.append(("plot", _check_output(args.plot, PLOT_SUFFIXES)))
     sim = scene.simulation()
     if args.track is not None and args.track >= sim.n_particles:
-        raise UsageError(f"--track {args.track}: particle index must be in 0..{sim.n_particles - 1} "
-                         f"(scene {scene.name} has {sim.n_particles} particles)")
+        raise UsageError(f"--track {args.track}: particle index must be in "
+                         f"0..{sim.n_particles - 1} (scene {scene.name} has "
+                         f"{sim.n_particles} particles)")
 
     bar = ProgressBar(scene.name, "steps", enabled=False if args.quiet else None)
     started = time.perf_counter()
@@ -412,7 +416,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         kind = output_kind(args.out)
         is_gif = kind == "gif"
         fps = args.fps or (DEFAULT_GIF_FPS if is_gif else DEFAULT_FPS)
-        size = args.size or ((DEFAULT_SIZE[0] // 2, DEFAULT_SIZE[1] // 2) if is_gif else DEFAULT_SIZE)
+        gif_size = (DEFAULT_SIZE[0] // 2, DEFAULT_SIZE[1] // 2)
+        size = args.size or (gif_size if is_gif else DEFAULT_SIZE)
         n_frames = frame_count(args.frames, args.duration, fps)
         camera = parse_camera_arg(args.camera) if args.camera else None
         if args.wireframe not in WIREFRAME_MODES:
@@ -491,7 +496,8 @@ class IntegratorRun:
 
     @property
     def status(self) -> str:
-        """"diverged", "interrupted", "unstable" (energy grew by more than the scale) or "stable"."""
+        """"diverged", "interrupted", "unstable" (energy grew by more than the scale)
+        or "stable"."""
         if self.trajectory.diverged:
             return "diverged"
         if self.trajectory.interrupted:
@@ -517,13 +523,17 @@ def run_integrator(scene: Any, integrator: str, dt: float, duration: float,
                    progress: Callable[[int, int], None] | None = None) -> IntegratorRun:
     """Simulate ``scene`` for ``duration`` s with one integrator and dt (s).
 
-    The step code is warmed up (numba) before timing. Divergence ends the run
-    early (see ``trajectory.stop_reason``); Ctrl-C raises RecordingInterrupted.
+    The step code is warmed up (numba) before timing. Divergence or Ctrl-C while
+    stepping ends the run early: ``status`` is then "diverged" or "interrupted" and
+    the trajectory holds the samples up to that point.
     """
-    from .recording import record
+    from .recording import RecordingInterrupted, record
     from .simulation import SimulationDiverged
 
-    sim = scene.simulation(integrator=integrator, dt=dt)
+    with warnings.catch_warnings():
+        # an explicit integrator at a dt beyond its stable step is what a comparison is for
+        warnings.filterwarnings("ignore", message="dt = .* stable step", category=RuntimeWarning)
+        sim = scene.simulation(integrator=integrator, dt=dt)
     scale = energy_scale(sim)
     try:
         sim.step(1)
@@ -532,7 +542,10 @@ def run_integrator(scene: Any, integrator: str, dt: float, duration: float,
     sim.reset()
     steps = max(1, round(duration / dt))
     started = time.perf_counter()
-    trajectory = record(sim, steps, every=max(1, steps // samples), progress=progress)
+    try:
+        trajectory = record(sim, steps, every=max(1, steps // samples), progress=progress)
+    except RecordingInterrupted as stop:
+        trajectory = stop.trajectory
     elapsed = time.perf_counter() - started
     return IntegratorRun(integrator, dt, trajectory, scale,
                          elapsed / max(1, trajectory.steps_done))
@@ -553,7 +566,7 @@ def _parse_integrators(text: str | None) -> list[str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare integrators on one scene (table + plot), or map stability over dt."""
-    from .recording import PLOT_SUFFIXES, RecordingInterrupted
+    from .recording import PLOT_SUFFIXES
 
     scene = load_scene(args.scene, args.overrides, args.dt)
     names = _parse_integrators(args.integrators)
@@ -565,16 +578,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     bar = ProgressBar(scene.name, "runs", enabled=False if args.quiet else None)
 
     runs: list[IntegratorRun] = []
-    interrupted = False
+    interrupted_at: tuple[str, float] | None = None
     try:
         for index, (name, dt) in enumerate(cells):
             bar(index, len(cells))
+            interrupted_at = (name, dt)  # until the run is complete
             runs.append(run_integrator(scene, name, dt, duration))
-        bar(len(cells), len(cells))
-    except RecordingInterrupted as stop:
-        interrupted = True
-        runs.append(IntegratorRun(name, dt, stop.trajectory, runs[-1].energy_scale if runs
-                                  else 1.0, math.nan))
+            if runs[-1].status == "interrupted":
+                break
+            interrupted_at = None
+        bar(len(runs), len(cells))
+    except KeyboardInterrupt:
+        pass  # between runs: keep interrupted_at, report what finished
     finally:
         bar.close()
 
@@ -588,9 +603,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             plot_compare(runs, plot, scene.name, dts[0])
     if plot and runs:
         print(f"wrote {plot}")
-    if interrupted:
-        print(f"{PROG}: interrupted (Ctrl-C) during {runs[-1].integrator} at dt = "
-              f"{runs[-1].dt:g} s; the table and plot show the runs so far", file=sys.stderr)
+    if interrupted_at is not None:
+        print(f"{PROG}: interrupted (Ctrl-C) during {interrupted_at[0]} at dt = "
+              f"{interrupted_at[1]:g} s; the table and plot show the runs so far",
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
 
@@ -755,7 +771,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
-        return _dispatch(argv)
+        try:
+            return _dispatch(argv)
+        except BrokenPipeError:  # `ropesim ... | head`: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_FAILED
 
 
 def _dispatch(argv: list[str]) -> int:

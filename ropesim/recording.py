@@ -131,7 +131,8 @@ class Trajectory:
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in TRAJECTORY_SUFFIXES:
-            raise OutputError(f"{path}: a trajectory is saved as {' or '.join(TRAJECTORY_SUFFIXES)}")
+            allowed = " or ".join(TRAJECTORY_SUFFIXES)
+            raise OutputError(f"{path}: a trajectory is saved as {allowed}")
         buffer = io.BytesIO()
         if suffix == ".npz":
             np.savez_compressed(buffer, **self._arrays())

@@ -40,7 +40,8 @@ def run_module(*args: str, cwd: Path, code: str | None = None,
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)
-    command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "ropesim", *args]
+    launcher = ["-c", code] if code else ["-m", "ropesim"]
+    command = [sys.executable, *launcher, *args]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -52,7 +53,7 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
         assert fragment in lines[0], err
 
 
-# --- scenes -------------------------------------------------------------------------------------
+# --- scenes ------------------------------------------------------------------------------------
 def test_scenes_lists_each_shipped_scene_with_counts(capsys):
     assert cli.main(["scenes"]) == 0
     out = capsys.readouterr().out
@@ -206,7 +207,7 @@ def test_sigint_in_a_subprocess_leaves_a_readable_partial_file(tmp_path):
     assert 40 <= traj.steps_done <= 70 and traj.steps[-1] == traj.steps_done
 
 
-# --- render --------------------------------------------------------------------------------------
+# --- render ------------------------------------------------------------------------------------
 @needs_egl
 def test_render_mp4_has_the_asked_frame_count_and_size(tmp_path, capsys):
     import imageio.v3 as iio
@@ -269,7 +270,7 @@ def test_no_arguments_without_display_renders_the_cloth_video(tmp_path, capsys, 
     assert len(list(iio.imiter(tmp_path / "ropesim-cloth.mp4"))) == 6
 
 
-# --- compare ---------------------------------------------------------------------------------------
+# --- compare -----------------------------------------------------------------------------------
 def table_rows(text: str) -> dict[str, list[str]]:
     """Integrator name -> the cells of its table row."""
     rows = {}
@@ -326,7 +327,7 @@ def test_dt_sweep_marks_where_each_integrator_diverges(tmp_path, capsys):
     assert plot.stat().st_size > 10_000
 
 
-# --- viewer dispatch ----------------------------------------------------------------------------------
+# --- viewer dispatch ---------------------------------------------------------------------------
 @pytest.fixture
 def fake_viewer(monkeypatch):
     calls: list[list[str]] = []
@@ -353,3 +354,50 @@ def test_help_and_version_stay_with_the_cli(fake_viewer, capsys):
     assert cli.main(["run", "--help"]) == 0
     assert "--every" in capsys.readouterr().out
     assert fake_viewer == []
+
+
+def test_progress_bar_shows_percentage_rate_and_eta_only_when_enabled():
+    import io
+
+    stream = io.StringIO()
+    bar = cli.ProgressBar("cloth", "steps", enabled=True, stream=stream, interval=0.0)
+    bar(0, 200)
+    bar(100, 200)
+    bar.close()
+    text = stream.getvalue()
+    assert "50% 100/200 steps" in text and "steps/s" in text and "ETA" in text
+    assert text.endswith("\r\x1b[K")
+    quiet = io.StringIO()
+    cli.ProgressBar("cloth", "steps", enabled=False, stream=quiet)(1, 2)
+    assert quiet.getvalue() == ""
+    assert not cli.ProgressBar("x", "steps", stream=io.StringIO()).enabled  # not a terminal
+
+
+def test_compare_interrupted_prints_the_runs_so_far_and_exits_130(capsys, monkeypatch):
+    real_step = Simulation.step
+
+    def ctrl_c_during_backward_euler(self, n=1):
+        if self.integrator == "backward_euler" and n > 1:  # not the warm-up step
+            raise KeyboardInterrupt
+        real_step(self, n)
+
+    monkeypatch.setattr(Simulation, "step", ctrl_c_during_backward_euler)
+    assert cli.main(["compare", "star", "--integrators", "symplectic_euler,backward_euler",
+                     "--duration", "2", "-q"]) == 130  # 1000 steps: record steps 2 at a time
+    captured = capsys.readouterr()
+    rows = table_rows(captured.out)
+    assert rows["symplectic_euler"][-1] == "no" and rows["backward_euler"][-1] == "interrupted"
+    assert "interrupted (Ctrl-C) during backward_euler" in captured.err
+
+
+def test_render_without_egl_fails_with_one_line_and_no_file(tmp_path, capsys, monkeypatch):
+    from ropesim import render
+
+    def no_egl(require: int = 330):
+        raise RuntimeError("no headless OpenGL 3.3 context via EGL (test)")
+
+    monkeypatch.setattr(render, "create_headless_context", no_egl)
+    assert cli.main(["render", "star", "--out", str(tmp_path / "v.mp4"), "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ropesim: render failed: no headless OpenGL")
+    assert list(tmp_path.iterdir()) == []

@@ -110,7 +110,8 @@ def test_npz_round_trip_keeps_arrays_and_metadata(tmp_path):
     for name in ("steps", "times", "positions", "kinetic", "spring", "gravity", "total",
                  "momentum", "max_strain", "springs"):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(traj, name), err_msg=name)
-    assert (loaded.scene, loaded.integrator, loaded.dt, loaded.every) == ("star", "verlet", 0.002, 3)
+    metadata = (loaded.scene, loaded.integrator, loaded.dt, loaded.every)
+    assert metadata == ("star", "verlet", 0.002, 3)
     assert loaded.completed is True and loaded.scene_toml == traj.scene_toml
     assert not list(tmp_path.glob(".*tmp"))  # the temporary file was moved into place
 
@@ -230,8 +231,8 @@ def test_render_stops_on_divergence_but_closes_the_video(tmp_path):
 
 
 def test_trajectory_is_a_plain_dataclass_you_can_build():
-    traj = Trajectory(steps=np.arange(2), times=np.zeros(2), positions=np.zeros((2, 1, 3), np.float32),
-                      kinetic=np.zeros(2), spring=np.zeros(2), gravity=np.zeros(2),
-                      total=np.ones(2), momentum=np.zeros((2, 3)), max_strain=np.zeros(2),
+    traj = Trajectory(steps=np.arange(2), times=np.zeros(2),
+                      positions=np.zeros((2, 1, 3), np.float32), kinetic=np.zeros(2),
+                      spring=np.zeros(2), gravity=np.zeros(2), total=np.ones(2), momentum=np.zeros((2, 3)), max_strain=np.zeros(2),
                       springs=np.zeros((0, 2), np.int64))
     assert len(traj) == 2 and traj.n_particles == 1 and traj.energy.tolist() == [1.0, 1.0]
