@@ -407,7 +407,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     """Render offscreen to a video, GIF, PNG folder or still image."""
     from .camera import parse_camera_arg
     from .recording import (DEFAULT_FPS, DEFAULT_GIF_FPS, DEFAULT_SIZE, OutputError,
-                            check_video_path, frame_count, output_kind, render)
+                            check_video_path, frame_count, output_kind, render,
+                            steps_per_frame)
     from .render import WIREFRAME_MODES
     from .simulation import SimulationDiverged
 
@@ -434,6 +435,11 @@ def cmd_render(args: argparse.Namespace) -> int:
         done[0] = frames_done
         bar(frames_done, total)
 
+    def kept() -> str:
+        if kind == "png" or done[0] == 0:
+            return "nothing written"
+        return f"wrote the {done[0]} frames before it to {args.out}"
+
     started = time.perf_counter()
     try:
         render(scene, out=args.out, frames=n_frames, fps=fps, size=size, camera=camera,
@@ -441,12 +447,12 @@ def cmd_render(args: argparse.Namespace) -> int:
     except SimulationDiverged as exc:
         bar.close()
         print(f"{PROG}: {scene.name}: diverged at step {exc.step} (t = {exc.time:.4f} s): "
-              f"{exc.reason}; wrote the {done[0]} frames before it to {args.out}", file=sys.stderr)
+              f"{exc.reason}; {kept()}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         bar.close()
-        print(f"{PROG}: {scene.name}: interrupted (Ctrl-C) after {done[0]} of {n_frames} frames; "
-              f"wrote them to {args.out}", file=sys.stderr)
+        print(f"{PROG}: {scene.name}: interrupted (Ctrl-C) after {done[0]} of {n_frames} "
+              f"frames; {kept()}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except RuntimeError as exc:  # no EGL driver, shader build failure
         bar.close()
@@ -455,8 +461,9 @@ def cmd_render(args: argparse.Namespace) -> int:
     bar.close()
     elapsed = time.perf_counter() - started
     shown = "1 still (the last frame)" if kind == "png" else f"{n_frames} frames"
+    simulated = (n_frames - 1) * steps_per_frame(scene.settings["dt"], fps) * scene.settings["dt"]
     print(f"{scene.name}: {shown} of {size[0]}x{size[1]} px at {fps:g} fps "
-          f"({(n_frames - 1) / fps:.2f} s simulated) in {elapsed:.1f} s; wrote {args.out}")
+          f"({simulated:.2f} s simulated) in {elapsed:.1f} s; wrote {args.out}")
     return EXIT_OK
 
 

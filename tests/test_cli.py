@@ -401,3 +401,15 @@ def test_render_without_egl_fails_with_one_line_and_no_file(tmp_path, capsys, mo
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ropesim: render failed: no headless OpenGL")
     assert list(tmp_path.iterdir()) == []
+
+
+@needs_egl
+def test_render_divergence_keeps_the_frames_so_far_and_exits_1(tmp_path, capsys):
+    import imageio.v3 as iio
+
+    out = tmp_path / "d.mp4"
+    assert cli.main(["render", "star", "--integrator", "explicit_euler", "--dt", "0.02",
+                     "--frames", "100", "--size", "64x48", "--out", str(out), "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "diverged at step" in err[0] and str(out) in err[0]
+    assert 1 <= len(list(iio.imiter(out))) < 100
