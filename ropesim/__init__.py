@@ -12,6 +12,7 @@ from .builders import BUILDERS, cloth, explicit, random_network, ring, rope, sta
 from .contacts import Ground, Sphere
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats
 from .model import SpringSystem, concatenate
+from .recording import Trajectory, load_trajectory, record, render
 from .scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .simulation import Simulation, SimulationDiverged
 
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_INTEGRATOR", "SolverStats", "Ground", "Sphere",
     "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
+    "record", "Trajectory", "load_trajectory", "render",
 ]
 
 
