@@ -27,8 +27,9 @@ from .scenes import scene_names
 from .viewer import HOTKEYS, MOUSE_HELP
 
 FONT_SIZE_PX = 15.0
-PANEL_WIDTH = 350.0
-HELP_WIDTH = 330.0
+HELP_FONT_SIZE_PX = 13.0
+PANEL_WIDTH = 300.0
+ITEM_WIDTH = 165.0   # px of a slider / combo; its label goes to the right
 MARGIN = 10.0
 RED = imgui.ImVec4(1.0, 0.45, 0.4, 1.0)
 YELLOW = imgui.ImVec4(1.0, 0.85, 0.35, 1.0)
@@ -262,7 +263,7 @@ class Panel:
         self._cloth_edit: tuple[int, int, int | None] | None = None
         self._scene_of_edit: Any = None
 
-    def draw(self, view_size: tuple[int, int] | None = None) -> None:
+    def draw(self) -> None:
         """Build both windows (call between imgui.new_frame and imgui.render)."""
         self._draw_panel()
         self._draw_help()
@@ -271,8 +272,9 @@ class Panel:
     def _draw_panel(self) -> None:
         imgui.set_next_window_pos(imgui.ImVec2(MARGIN, MARGIN), imgui.Cond_.first_use_ever)
         imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, 0), imgui.Cond_.first_use_ever)
-        imgui.set_next_window_bg_alpha(0.88)
+        imgui.set_next_window_bg_alpha(0.8)
         if imgui.begin("ropesim", None, imgui.WindowFlags_.always_auto_resize)[0]:
+            imgui.push_item_width(ITEM_WIDTH)
             self._status()
             if imgui.collapsing_header("Simulation", imgui.TreeNodeFlags_.default_open):
                 self._simulation_controls()
@@ -282,6 +284,7 @@ class Panel:
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):
                 self._energy()
+            imgui.pop_item_width()
         imgui.end()
 
     def _status(self) -> None:
@@ -289,15 +292,15 @@ class Panel:
         sim = c.sim
         if c.error:
             imgui.push_text_wrap_pos(PANEL_WIDTH - MARGIN)
-            imgui.text_colored(RED, f"DIVERGED - paused. {c.error}")
+            imgui.text_colored(RED, c.error)
             imgui.pop_text_wrap_pos()
         elif c.paused:
             imgui.text_colored(YELLOW, "paused (Space resumes, Right steps)")
         elif c.recorder is not None:
             imgui.text_colored(RED, f"REC {c.recorded_frames} frames (V stops)")
         imgui.text(f"scene {c.scene.name}   t = {sim.time:.3f} s")
-        imgui.text(f"{c.fps:5.1f} fps   {c.ms_per_step:.3f} ms/step   "
-                   f"{c.steps_last_frame} steps/frame")
+        imgui.text(f"{c.fps:.0f} fps   {c.steps_last_frame} steps/frame   "
+                   f"{c.ms_per_step:.3f} ms/step")
         imgui.text(f"{sim.n_particles} particles   {sim.n_springs} springs")
         if sim.implicit:
             stats = sim.solver_stats
@@ -402,7 +405,8 @@ class Panel:
         flags = implot.AxisFlags_.auto_fit
         if implot.begin_plot("##energy", imgui.ImVec2(PANEL_WIDTH - 2 * MARGIN, 170)):
             implot.setup_axes("t [s]", "E [J]", flags, flags)
-            implot.setup_legend(implot.Location_.south_west)
+            implot.setup_legend(implot.Location_.north,
+                                implot.LegendFlags_.horizontal | implot.LegendFlags_.outside)
             for name in ("kinetic", "potential", "total"):
                 implot.plot_line(name, series["time"], series[name])
             implot.end_plot()
@@ -415,6 +419,7 @@ class Panel:
         imgui.set_next_window_bg_alpha(0.6)
         flags = (imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_focus_on_appearing
                  | imgui.WindowFlags_.no_move)
+        imgui.push_font(None, HELP_FONT_SIZE_PX)
         if imgui.begin("Hotkeys (H hides)", None, flags)[0]:
             if imgui.begin_table("hotkeys", 2):
                 for label, text in [(h.label, h.help) for h in HOTKEYS] + list(MOUSE_HELP):
@@ -425,3 +430,4 @@ class Panel:
                     imgui.text(text)
                 imgui.end_table()
         imgui.end()
+        imgui.pop_font()

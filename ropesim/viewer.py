@@ -26,6 +26,7 @@ import math
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,7 +51,8 @@ PICK_RADIUS_PX = 10.0        # cursor distance to a particle's centre that still
 RECORD_SIZE = (1280, 720)    # px; offscreen screenshot / video size (multiples of 16)
 RECORD_FPS = 30              # frames per second of recorded videos
 ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
-STAT_SMOOTHING = 0.1         # weight of the newest frame in the fps / ms-per-step averages
+STAT_SMOOTHING = 0.1         # weight of the newest frame in the ms-per-step average
+FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
 PIN_PRESETS = {1: "corner", 2: "top-corners", 4: "four-corners"}  # panel "pins 1/2/4"
 
 LEFT, RIGHT, MIDDLE = 1, 2, 3  # moderngl-window mouse button ids
@@ -74,7 +76,7 @@ HOTKEYS: tuple[Hotkey, ...] = (
     Hotkey(("right", "period"), "Right or .", "single_step", "one step while paused"),
     Hotkey(("r", "backspace"), "R or Backspace", "reset", "reset the scene"),
     Hotkey(("i",), "I", "next_integrator", "next integrator (live, no reset)"),
-    Hotkey(("w",), "W", "cycle_render_mode", "surface / surface+springs / springs+particles"),
+    Hotkey(("w",), "W", "cycle_render_mode", "draw surface / +springs / springs+particles"),
     Hotkey(("s",), "S", "toggle_strain", "strain colouring on / off"),
     Hotkey(("g",), "G", "toggle_gravity", "gravity on / off"),
     Hotkey(("equal",), "=", "more_substeps", "substeps per frame x2"),
@@ -237,6 +239,7 @@ class ViewerController:
         self.recording_path: Path | None = None
         self.recorded_frames = 0
         self.fps = 0.0
+        self._frame_times: deque[float] = deque()
         self.ms_per_step = 0.0
         self.steps_last_frame = 0
         self.energy = EnergyHistory()
@@ -350,9 +353,11 @@ class ViewerController:
         frame, so the video plays at true speed. Returns the number of steps run.
         """
         frame_time = min(max(float(frame_time), 0.0), MAX_FRAME_TIME)
-        if frame_time > 0:
-            fps = 1.0 / frame_time
-            self.fps = fps if self.fps == 0 else self.fps + STAT_SMOOTHING * (fps - self.fps)
+        self._frame_times.append(frame_time)
+        total = sum(self._frame_times)
+        while len(self._frame_times) > 1 and total - self._frame_times[0] >= FPS_WINDOW:
+            total -= self._frame_times.popleft()
+        self.fps = len(self._frame_times) / total if total > 0 else 0.0
         if self.paused:
             self._accumulator = 0.0
             self.steps_last_frame = 0
@@ -383,8 +388,11 @@ class ViewerController:
         except SimulationDiverged as exc:
             self._accumulator = 0.0
             self.paused = True
-            self.error = (f"{exc} Press R to reset, I for the next integrator, "
-                          "or lower dt in the panel.")
+            self.error = (
+                f"simulation diverged at t = {exc.time:.4g} s (step {exc.step}, "
+                f"{exc.integrator}, dt = {exc.dt:g} s): {exc.reason}. Paused at the last "
+                "finite state. To recover: R resets; lower dt or raise substeps in the "
+                "panel; I switches integrator (backward_euler, implicit_midpoint are stable).")
         done = self.sim.step_count - start_count
         if done > 0:
             ms = 1000.0 * (time.perf_counter() - start) / done
@@ -810,6 +818,10 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", default=".", help="folder for screenshots and videos")
 
 
+def _nothing() -> None:
+    """An empty imgui frame."""
+
+
 def _make_viewer_class() -> type:
     """Build RopesimViewer on moderngl-window's WindowConfig (imported lazily)."""
     mglw = _mglw()
@@ -849,6 +861,7 @@ def _make_viewer_class() -> type:
             self.controller.show_ui = not args.no_panel
             self.controller.frame_source = self.capture_frame
             self.renderer = Renderer(self.ctx, self.controller.sim)
+            self.controller.particle_radius = self.renderer.particle_radius
             self.imgui = ImguiRenderer(self.wnd)
             self.panel = Panel(self.controller)
             self._title = ""
@@ -876,9 +889,17 @@ def _make_viewer_class() -> type:
         def _ui_wants_keyboard(self) -> bool:
             return self.controller.show_ui and self.imgui.io.want_capture_keyboard
 
+        def _sync_renderer(self) -> None:
+            """Rebuild the GL buffers after the controller opened another scene."""
+            c = self.controller
+            if self.renderer.sim is not c.sim:
+                self.renderer.rebuild(c.sim)
+                c.particle_radius = self.renderer.particle_radius
+
         def capture_frame(self) -> np.ndarray:
             """The current view rendered offscreen at RECORD_SIZE, (h, w, 3) uint8."""
             c = self.controller
+            self._sync_renderer()
             grabber = self.renderer.frame_grabber(*RECORD_SIZE)
             return grabber.grab(self.renderer, c.camera, c.options)
 
@@ -886,14 +907,16 @@ def _make_viewer_class() -> type:
         def on_render(self, time: float, frame_time: float) -> None:
             c = self.controller
             c.advance(frame_time)
-            if self.renderer.sim is not c.sim:
-                self.renderer.rebuild(c.sim)
+            self._sync_renderer()
             if not c.dragging and not self._ui_wants_mouse():
                 c.refresh_hover()
+            width, height = self.wnd.buffer_size
+            if width < 1 or height < 1:   # minimised
+                return
             self.wnd.use()
-            self.renderer.draw(c.camera, *self.wnd.buffer_size, c.options)
-            if c.show_ui:
-                self.imgui.render_frame(lambda: self.panel.draw(self.wnd.buffer_size), frame_time)
+            self.renderer.draw(c.camera, width, height, c.options)
+            # an empty imgui frame while hidden keeps its input queue and flags current
+            self.imgui.render_frame(self.panel.draw if c.show_ui else _nothing, frame_time)
             title = c.window_title()
             if title != self._title:
                 self.wnd.title = self._title = title
@@ -996,13 +1019,33 @@ def _explain_window_failure(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     lowered = f"{type(exc).__name__} {text}".lower()
     if "display" in lowered:
-        return (f"no display ({text}). Start an X server or Xvfb, or render headless: "
-                f"{HEADLESS_HINT}")
+        name = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "(unset)"
+        return (f"no display: cannot connect to display {name} ({text}). Start an X server "
+                f"or Xvfb (xvfb-run ropesim), or render headless: {HEADLESS_HINT}")
     if any(word in lowered for word in ("config", "version", "opengl", "context", "glx", "330")):
         return (f"could not create an OpenGL 3.3 core context ({text}). Update the graphics "
                 "driver, try another backend (--window glfw), or use software GL "
                 f"(LIBGL_ALWAYS_SOFTWARE=1); headless: {HEADLESS_HINT}")
     return f"could not open the window: {text}"
+
+
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
+
+
+def _software_gl() -> bool:
+    """Whether this display's OpenGL is a software rasteriser (probed with a small
+    standalone context). Multisampling costs such renderers most of their frame rate."""
+    try:
+        import moderngl
+
+        ctx = moderngl.create_standalone_context()
+    except Exception:  # no usable context: the window creation reports it properly
+        return False
+    try:
+        renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
+    finally:
+        ctx.release()
+    return any(name in renderer for name in SOFTWARE_RENDERERS)
 
 
 def create_viewer(argv: Sequence[str]) -> Any:
@@ -1022,6 +1065,8 @@ def create_viewer(argv: Sequence[str]) -> Any:
     except (SceneError, ValueError) as exc:
         raise ViewerError(str(exc)) from None
     _check_display(args.window)
+    if args.samples is None and _software_gl():
+        argv += ["--samples", "0"]   # MSAA would cut a software renderer's frame rate ~3x
     mglw = _mglw()
     try:
         # an empty list would make moderngl-window read sys.argv instead

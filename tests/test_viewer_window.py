@@ -324,3 +324,33 @@ def test_ropesim_view_runs_and_quits_with_escape(display):
             proc.kill()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def _run_viewer_subprocess(extra_env: dict[str, str], argv: list[str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.update(extra_env)
+    return subprocess.run(
+        [sys.executable, "-c", f"import sys; from ropesim.viewer import main; sys.exit(main({argv!r}))"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_without_opengl_33_is_a_one_line_error(display):
+    import moderngl
+
+    ctx = moderngl.create_standalone_context()
+    mesa = "mesa" in ctx.info["GL_VERSION"].lower()
+    ctx.release()
+    if not mesa:
+        pytest.skip("MESA_GL_VERSION_OVERRIDE needs a Mesa driver")
+    result = _run_viewer_subprocess({"MESA_GL_VERSION_OVERRIDE": "3.0"}, ["cloth"])
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "OpenGL 3.3" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unreachable_display_is_a_one_line_error(display):
+    result = _run_viewer_subprocess({"DISPLAY": ":1999"}, ["cloth"])
+    assert result.returncode != 0
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "no display" in result.stderr and "ropesim render" in result.stderr
