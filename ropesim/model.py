@@ -31,6 +31,23 @@ def _per_item(value: ArrayLike, count: int, name: str, owner: str) -> np.ndarray
     return arr.copy()
 
 
+def masses_per_particle(value: ArrayLike, n: int) -> np.ndarray:
+    """Validated (n,) masses in kg from a scalar or an array: finite and > 0."""
+    mass = _per_item(value, n, "mass", "particle")
+    bad = np.flatnonzero(~(mass > 0) | ~np.isfinite(mass))
+    if bad.size:
+        raise ValueError(f"mass: must be > 0 kg and finite; particle {bad[0]} has {mass[bad[0]]}")
+    return mass
+
+
+def spring_coefficients(value: ArrayLike, m: int, name: str, unit: str) -> np.ndarray:
+    """Validated (m,) stiffness (N/m) or damping (N*s/m): finite and >= 0."""
+    coeff = _per_item(value, m, name, "spring")
+    if not np.all(np.isfinite(coeff)) or np.any(coeff < 0):
+        raise ValueError(f"{name}: must be >= 0 {unit} and finite (allowed: {name} >= 0)")
+    return coeff
+
+
 def _check_finite(arr: np.ndarray, name: str) -> None:
     if not np.all(np.isfinite(arr)):
         bad = int(np.argwhere(~np.isfinite(arr))[0][0])
@@ -128,10 +145,7 @@ class SpringSystem:
             if np.any(rest < 0):
                 raise ValueError("rest_lengths: must be >= 0 m")
 
-        mass = _per_item(self.mass, n, "mass", "particle")
-        if not np.all(np.isfinite(mass)) or np.any(mass <= 0):
-            bad = int(np.argwhere(~(mass > 0) | ~np.isfinite(mass))[0][0])
-            raise ValueError(f"mass: must be > 0 kg and finite; particle {bad} has {mass[bad]}")
+        mass = masses_per_particle(self.mass, n)
 
         if self.young_modulus is not None:
             e_mod = float(self.young_modulus)
@@ -141,12 +155,8 @@ class SpringSystem:
                 raise ValueError("young_modulus: every spring needs a rest length > 0 m")
             stiffness = e_mod / rest
         else:
-            stiffness = _per_item(self.stiffness, m, "stiffness", "spring")
-        if not np.all(np.isfinite(stiffness)) or np.any(stiffness < 0):
-            raise ValueError("stiffness: must be >= 0 N/m and finite (allowed: k >= 0)")
-        damping = _per_item(self.damping, m, "damping", "spring")
-        if not np.all(np.isfinite(damping)) or np.any(damping < 0):
-            raise ValueError("damping: must be >= 0 N*s/m and finite (allowed: c >= 0)")
+            stiffness = spring_coefficients(self.stiffness, m, "stiffness", "N/m")
+        damping = spring_coefficients(self.damping, m, "damping", "N*s/m")
 
         if self.velocities is None:
             vel = np.zeros_like(pos)

@@ -22,7 +22,7 @@ import numpy as np
 from . import forces
 from .contacts import Contact, pack_contacts, project_contacts
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats, StepData, get_integrator
-from .model import SpringSystem, _per_item
+from .model import SpringSystem, masses_per_particle, spring_coefficients
 
 #: steps between state checkpoints used to recover the last finite state
 CHECKPOINT_EVERY = 64
@@ -297,23 +297,15 @@ class Simulation:
     # --- live parameter edits ----------------------------------------------------------------
     def set_stiffness(self, value: Any) -> None:
         """Set every spring's stiffness (scalar or (m,) N/m), keeping the state."""
-        k = _per_item(value, self.n_springs, "stiffness", "spring")
-        if not np.all(np.isfinite(k)) or np.any(k < 0):
-            raise ValueError("stiffness: must be >= 0 N/m and finite (allowed: k >= 0)")
-        self._data.k[:] = k
+        self._data.k[:] = spring_coefficients(value, self.n_springs, "stiffness", "N/m")
 
     def set_damping(self, value: Any) -> None:
         """Set every spring's damping (scalar or (m,) N*s/m), keeping the state."""
-        c = _per_item(value, self.n_springs, "damping", "spring")
-        if not np.all(np.isfinite(c)) or np.any(c < 0):
-            raise ValueError("damping: must be >= 0 N*s/m and finite (allowed: c >= 0)")
-        self._data.c[:] = c
+        self._data.c[:] = spring_coefficients(value, self.n_springs, "damping", "N*s/m")
 
     def set_mass(self, value: Any) -> None:
         """Set particle masses (scalar or (n,) kg), keeping the state."""
-        m = _per_item(value, self.n_particles, "mass", "particle")
-        if not np.all(np.isfinite(m)) or np.any(m <= 0):
-            raise ValueError("mass: must be > 0 kg and finite")
+        m = masses_per_particle(value, self.n_particles)
         self._data.mass[:] = m
         self._data.inv_mass[:] = 1.0 / m
 
