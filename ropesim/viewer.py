@@ -53,6 +53,8 @@ RECORD_FPS = 30              # frames per second of recorded videos
 ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
 STAT_SMOOTHING = 0.1         # weight of the newest frame in the ms-per-step average
 FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
+FLING_WINDOW = 0.08          # s of drag samples the release velocity is fitted to ...
+FLING_FRAMES = 3.5           # ... and at least this many frames' worth
 PIN_PRESETS = {1: "corner", 2: "top-corners", 4: "four-corners"}  # panel "pins 1/2/4"
 
 LEFT, RIGHT, MIDDLE = 1, 2, 3  # moderngl-window mouse button ids
@@ -165,7 +167,9 @@ class _Interaction:
     plane_point: np.ndarray | None = None
     plane_normal: np.ndarray | None = None
     last_point: np.ndarray | None = None     # latest grab target, m
-    last_sample_time: float = 0.0            # s (controller clock)
+    last_move_time: float = 0.0              # s (controller clock) of the last target change
+    last_sample_time: float = 0.0            # s of the last fling sample
+    moved_since_sample: bool = False
 
 
 @dataclass
@@ -358,6 +362,7 @@ class ViewerController:
         while len(self._frame_times) > 1 and total - self._frame_times[0] >= FPS_WINDOW:
             total -= self._frame_times.popleft()
         self.fps = len(self._frame_times) / total if total > 0 else 0.0
+        self._sample_fling()
         if self.paused:
             self._accumulator = 0.0
             self.steps_last_frame = 0
@@ -375,6 +380,26 @@ class ViewerController:
         if self.recorder is not None and done and not self.paused:
             self._append_video_frame()
         return done
+
+    @property
+    def frame_interval(self) -> float:
+        """Mean recent frame time, s (1/60 before the first frames)."""
+        return 1.0 / self.fps if self.fps > 0 else 1.0 / 60.0
+
+    def _sample_fling(self) -> None:
+        """Record the grab target once per frame for the fling velocity.
+
+        Window systems deliver a frame's mouse events in one batch, so their arrival
+        times say little; the target is sampled at frame times instead, over a window
+        of at least FLING_FRAMES frames so slow frame rates still fling."""
+        act = self._interaction
+        if act is None or act.kind != "grab":
+            return
+        now = self.clock()
+        self._tracker.window = max(FLING_WINDOW, FLING_FRAMES * self.frame_interval)
+        self._tracker.add(now, act.last_point)
+        act.last_sample_time = now
+        act.moved_since_sample = False
 
     def _run_steps(self, steps: int) -> int:
         """Run ``steps`` steps, timing them; a divergence pauses with a message."""
@@ -669,7 +694,7 @@ class ViewerController:
             plane_point, normal = drag_plane(self.camera, point, self.sim.planar)
             now = self.clock()
             self._interaction = _Interaction("grab", button, (x, y), particle, plane_point,
-                                             normal, point, now)
+                                             normal, point, now, now)
             self.sim.grab(particle, point)
             self._tracker.reset()
             self._tracker.add(now, point)
@@ -695,10 +720,9 @@ class ViewerController:
             point = self._drag_point(x, y)
             if point is None:
                 return
-            now = self.clock()
             self.sim.grab(act.particle, point)
-            self._tracker.add(now, point)
-            act.last_point, act.last_sample_time = point, now
+            act.last_point, act.last_move_time = point, self.clock()
+            act.moved_since_sample = True
 
     def _drag_point(self, x: float, y: float) -> np.ndarray | None:
         act = self._interaction
@@ -725,7 +749,9 @@ class ViewerController:
             self.sim.positions[i] = act.last_point
             self.sim.release()
             return
-        still = self.clock() - act.last_sample_time > self._tracker.window
+        if act.moved_since_sample:   # where the cursor got to by the next frame
+            self._tracker.add(act.last_sample_time + self.frame_interval, act.last_point)
+        still = self.clock() - act.last_move_time > self._tracker.window
         velocity = np.zeros(3) if still else self._tracker.velocity()
         self.sim.release(velocity=velocity)
 

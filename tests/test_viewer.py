@@ -343,6 +343,26 @@ def test_fast_drag_release_leaves_the_particle_with_the_drag_velocity():
     assert np.linalg.norm(got - expected) < 0.03 * np.linalg.norm(expected)
 
 
+def test_fling_velocity_is_right_when_events_arrive_in_batches_at_a_low_frame_rate():
+    """pyglet hands over a frame's mouse events at once: equal arrival times."""
+    c = controller()
+    i = c.sim.n_particles - 1
+    frame = 0.1   # 10 fps
+    x, y = screen_of(c, i)
+    first = c.sim.positions[i].copy()
+    c.press(x, y, LEFT)
+    for _ in range(6):
+        c.clock.t += frame
+        c.advance(frame)
+        for _ in range(3):   # three motion events per frame, same clock time
+            x += 4.0
+            c.drag(x, y)
+    expected = (c._interaction.last_point - first) / (6 * frame)
+    c.release(x, y, LEFT)
+    got = c.sim.velocities[i]
+    assert np.linalg.norm(got - expected) < 0.05 * np.linalg.norm(expected)
+
+
 def test_release_after_holding_still_does_not_fling():
     c = controller()
     i = c.sim.n_particles - 1
