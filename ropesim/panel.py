@@ -387,6 +387,7 @@ class Panel:
         nx, ny, pins = self._cloth_edit
         _, nx = imgui.slider_int("width [particles]", nx, 2, 80)
         _, ny = imgui.slider_int("height [particles]", ny, 2, 80)
+        imgui.align_text_to_frame_padding()
         imgui.text("pins")
         for count in (1, 2, 4):
             imgui.same_line()
@@ -403,7 +404,7 @@ class Panel:
             imgui.text("(no samples yet)")
             return
         flags = implot.AxisFlags_.auto_fit
-        if implot.begin_plot("##energy", imgui.ImVec2(PANEL_WIDTH - 2 * MARGIN, 170)):
+        if implot.begin_plot("##energy", imgui.ImVec2(PANEL_WIDTH - 2 * MARGIN, 150)):
             implot.setup_axes("t [s]", "E [J]", flags, flags)
             implot.setup_legend(implot.Location_.north,
                                 implot.LegendFlags_.horizontal | implot.LegendFlags_.outside)

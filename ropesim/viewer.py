@@ -53,8 +53,8 @@ RECORD_FPS = 30              # frames per second of recorded videos
 ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
 STAT_SMOOTHING = 0.1         # weight of the newest frame in the ms-per-step average
 FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
-FLING_WINDOW = 0.08          # s of drag samples the release velocity is fitted to ...
-FLING_FRAMES = 3.5           # ... and at least this many frames' worth
+FLING_SAMPLES = 5            # frames of drag samples the release velocity is fitted to
+FLING_HOLD = 0.1             # s without cursor motion (at least 1.5 frames) = no fling
 PIN_PRESETS = {1: "corner", 2: "top-corners", 4: "four-corners"}  # panel "pins 1/2/4"
 
 LEFT, RIGHT, MIDDLE = 1, 2, 3  # moderngl-window mouse button ids
@@ -168,7 +168,6 @@ class _Interaction:
     plane_normal: np.ndarray | None = None
     last_point: np.ndarray | None = None     # latest grab target, m
     last_move_time: float = 0.0              # s (controller clock) of the last target change
-    last_sample_time: float = 0.0            # s of the last fling sample
     moved_since_sample: bool = False
 
 
@@ -250,7 +249,7 @@ class ViewerController:
         self.live = LiveParameters()
         self.mouse_xy: tuple[float, float] | None = None
         self._interaction: _Interaction | None = None
-        self._tracker = FlingTracker()
+        self._tracker = FlingTracker(window=math.inf, max_samples=FLING_SAMPLES)
         self.load_scene(scene, settings=settings, camera=camera)
         self.paused = bool(paused)
 
@@ -387,18 +386,18 @@ class ViewerController:
         return 1.0 / self.fps if self.fps > 0 else 1.0 / 60.0
 
     def _sample_fling(self) -> None:
-        """Record the grab target once per frame for the fling velocity.
+        """Record the grab target once per frame, against simulation time.
 
-        Window systems deliver a frame's mouse events in one batch, so their arrival
-        times say little; the target is sampled at frame times instead, over a window
-        of at least FLING_FRAMES frames so slow frame rates still fling."""
+        The fling velocity is the grabbed particle's speed in the simulated world:
+        target displacement per simulated second over the last FLING_SAMPLES frames.
+        (Sampling per frame, not per mouse event: window systems hand over a frame's
+        events in one batch. Simulated, not wall time: the particle then flies on as
+        fast as it was moving, even when a slow machine runs the simulation slower
+        than real time; dragging while paused flings nothing.)"""
         act = self._interaction
         if act is None or act.kind != "grab":
             return
-        now = self.clock()
-        self._tracker.window = max(FLING_WINDOW, FLING_FRAMES * self.frame_interval)
-        self._tracker.add(now, act.last_point)
-        act.last_sample_time = now
+        self._tracker.add(self.sim.time, act.last_point)
         act.moved_since_sample = False
 
     def _run_steps(self, steps: int) -> int:
@@ -692,12 +691,10 @@ class ViewerController:
         if particle is not None:
             point = np.array(self.sim.positions[particle], dtype=np.float64)
             plane_point, normal = drag_plane(self.camera, point, self.sim.planar)
-            now = self.clock()
             self._interaction = _Interaction("grab", button, (x, y), particle, plane_point,
-                                             normal, point, now, now)
+                                             normal, point, self.clock())
             self.sim.grab(particle, point)
             self._tracker.reset()
-            self._tracker.add(now, point)
             self.options.hovered = particle
         elif button == LEFT:
             self._interaction = _Interaction("orbit", button, (x, y))
@@ -721,6 +718,8 @@ class ViewerController:
             if point is None:
                 return
             self.sim.grab(act.particle, point)
+            if self.paused:   # no steps to carry it there: pose it directly
+                self.sim.positions[act.particle] = point
             act.last_point, act.last_move_time = point, self.clock()
             act.moved_since_sample = True
 
@@ -749,9 +748,10 @@ class ViewerController:
             self.sim.positions[i] = act.last_point
             self.sim.release()
             return
-        if act.moved_since_sample:   # where the cursor got to by the next frame
-            self._tracker.add(act.last_sample_time + self.frame_interval, act.last_point)
-        still = self.clock() - act.last_move_time > self._tracker.window
+        if act.moved_since_sample:   # the events since the last frame's steps
+            self._tracker.add(self.sim.time, act.last_point)
+        hold = max(FLING_HOLD, 1.5 * self.frame_interval)
+        still = self.clock() - act.last_move_time > hold
         velocity = np.zeros(3) if still else self._tracker.velocity()
         self.sim.release(velocity=velocity)
 

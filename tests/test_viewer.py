@@ -331,11 +331,11 @@ def test_hover_highlights_the_particle_under_the_cursor():
 def test_fast_drag_release_leaves_the_particle_with_the_drag_velocity():
     c = controller()
     i = c.sim.n_particles - 1
-    first = c.sim.positions[i].copy()
-    samples, step = 10, (6.0, -4.0)
-    last = drag_fast(c, i, step, samples)
-    # the drag plane faces the camera, so equal pixel steps are equal metres
-    expected = (last - first) / (samples * FRAME)
+    first, start = c.sim.positions[i].copy(), c.sim.time
+    last = drag_fast(c, i, (6.0, -4.0), samples=10)
+    # the drag plane faces the camera, so equal pixel steps are equal metres; the
+    # velocity is per simulated second (16 capped steps of 1 ms per 1/60 s frame)
+    expected = (last - first) / (c.sim.time - start)
     assert np.linalg.norm(expected) > 1.0
     c.release(*c._interaction.last_xy, LEFT)
     assert c.sim.grabbed is None
@@ -349,7 +349,7 @@ def test_fling_velocity_is_right_when_events_arrive_in_batches_at_a_low_frame_ra
     i = c.sim.n_particles - 1
     frame = 0.1   # 10 fps
     x, y = screen_of(c, i)
-    first = c.sim.positions[i].copy()
+    first, start = c.sim.positions[i].copy(), c.sim.time
     c.press(x, y, LEFT)
     for _ in range(6):
         c.clock.t += frame
@@ -357,7 +357,7 @@ def test_fling_velocity_is_right_when_events_arrive_in_batches_at_a_low_frame_ra
         for _ in range(3):   # three motion events per frame, same clock time
             x += 4.0
             c.drag(x, y)
-    expected = (c._interaction.last_point - first) / (6 * frame)
+    expected = (c._interaction.last_point - first) / (c.sim.time - start)
     c.release(x, y, LEFT)
     got = c.sim.velocities[i]
     assert np.linalg.norm(got - expected) < 0.05 * np.linalg.norm(expected)
@@ -369,6 +369,16 @@ def test_release_after_holding_still_does_not_fling():
     drag_fast(c, i, (6.0, 0.0))
     c.clock.t += 0.5
     c.release(*c._interaction.last_xy, LEFT)
+    assert np.allclose(c.sim.velocities[i], 0.0)
+
+
+def test_dragging_while_paused_poses_the_particle_without_a_fling():
+    c = controller()
+    i = c.sim.n_particles - 1
+    c.handle_key("space")
+    last = drag_fast(c, i, (8.0, 0.0))
+    c.release(*c._interaction.last_xy, LEFT)
+    assert np.allclose(c.sim.positions[i], last)
     assert np.allclose(c.sim.velocities[i], 0.0)
 
 
