@@ -1031,7 +1031,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_display(window: str | None) -> None:
     """Fail early, with the headless alternative, when no display can be reached."""
     backend = os.environ.get("MODERNGL_WINDOW") or window or "pyglet"
-    if backend == "headless" or sys.platform in ("win32", "darwin"):
+    if backend == "headless":
+        raise ViewerError("the viewer needs a window (--window headless has none); for "
+                          f"offscreen output use: {HEADLESS_HINT}")
+    if sys.platform in ("win32", "darwin"):
         return
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         raise ViewerError(

@@ -528,6 +528,12 @@ def test_bad_flag_values_are_one_line_errors(capsys):
     assert err.count("\n") == 2 and "Traceback" not in err
 
 
+def test_headless_window_backend_points_to_ropesim_render(capsys):
+    assert main(["cloth", "--window", "headless"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ropesim render" in err
+
+
 def test_help_lists_our_and_moderngl_window_flags(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
