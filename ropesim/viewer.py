@@ -326,15 +326,16 @@ class ViewerController:
         return np.vstack(points)
 
     def reset_camera(self, use_hints: bool = False) -> None:
-        """Frame the whole scene; planar scenes face-on, others from the scene's
+        """Frame the whole scene: planar scenes face-on, others from the scene's
         viewing angles. With ``use_hints`` the scene's full camera hints (and any
-        --camera values) are applied on top (the initial view)."""
+        --camera values) are applied on top: the initial view."""
         self.camera.frame(self._framing_points(), planar=self.sim.planar, aspect=self.aspect)
         hints = dict(self.scene.camera)
         if use_hints:
             hints.update(self._initial_camera or {})
-        else:
-            hints = {k: v for k, v in hints.items() if k in ("azimuth", "elevation", "fov_y")}
+        else:   # keep the scene's viewing angles, except that 2-D scenes are seen face-on
+            keep = ("fov_y",) if self.sim.planar else ("azimuth", "elevation", "fov_y")
+            hints = {k: v for k, v in hints.items() if k in keep}
         self.camera.update(hints)
 
     def frame_scene(self) -> None:

@@ -216,6 +216,14 @@ def test_f_frames_the_scene_again():
     assert c.camera.distance == pytest.approx(start[2])
 
 
+def test_f_shows_a_2d_scene_face_on_even_if_it_starts_at_an_angle():
+    c = controller(load("ring"))
+    c.handle_key("f")
+    assert (c.camera.azimuth, c.camera.elevation) == (0.0, 0.0)
+    pixels, _ = c.camera.project(c.sim.positions, *c.view_size)
+    assert np.all((pixels >= 0) & (pixels <= np.array(c.view_size)))   # all of it in view
+
+
 def test_h_f1_toggle_the_ui_and_esc_f11_request_quit_and_fullscreen():
     c = controller()
     c.handle_key("h")

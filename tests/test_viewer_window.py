@@ -88,26 +88,41 @@ class Driver:
         time.sleep(0.05)
         self.frame(2)
 
-    def key(self, xdo_name: str, pyglet_symbol: int) -> None:
+    def until(self, condition, timeout: float = 5.0) -> bool:
+        """Run frames until condition() holds (X events may take a few frames)."""
+        end = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > end or self.wnd.is_closing:
+                return bool(condition())
+            self.frame(1)
+            time.sleep(0.01)
+        return True
+
+    def key(self, xdo_name: str, pyglet_symbol: int, until=None) -> None:
+        """Press and release a key; then run frames until ``until()`` if given."""
         if self.xdotool:
             self._xdo("key", "--window", str(self.window_id), xdo_name)
         else:
             self.wnd._window.dispatch_event("on_key_press", pyglet_symbol, 0)
             self.wnd._window.dispatch_event("on_key_release", pyglet_symbol, 0)
             self.frame(2)
+        if until is not None:
+            assert self.until(until), f"key {xdo_name}: the state did not change"
 
     def window_xy(self, pixel: tuple[float, float]) -> tuple[int, int]:
         """Framebuffer pixel -> X11 window coordinates (top-left origin)."""
         scale = self.wnd.buffer_size[0] / self.wnd.size[0]
         return int(pixel[0] / scale), int(pixel[1] / scale)
 
-    def move(self, xy: tuple[int, int]) -> None:
+    def move(self, xy: tuple[int, int], until=None) -> None:
         x, y = xy
         if self.xdotool:
             self._xdo("mousemove", "--window", str(self.window_id), str(x), str(y))
         else:
             self.wnd._window.dispatch_event("on_mouse_motion", x, self.wnd.height - 1 - y, 0, 0)
             self.frame(2)
+        if until is not None:
+            assert self.until(until), f"mouse move to {xy}: the state did not change"
 
     def drag(self, path: list[tuple[int, int]], on_each=None) -> None:
         """Press the left button at path[0], move through path, release at the end."""
@@ -195,20 +210,16 @@ def test_space_and_i_keys_through_the_window(driver):
     c = driver.controller
     key = pyglet.window.key
     integrator = c.sim.integrator
-    driver.key("space", key.SPACE)
-    assert c.paused
+    driver.key("space", key.SPACE, until=lambda: c.paused)
     time_paused = c.sim.time
     driver.frame(3)
     assert c.sim.time == time_paused
-    driver.key("period", key.PERIOD)
-    assert c.sim.step_count > 0 and c.sim.time > time_paused
-    driver.key("i", key.I)
-    assert c.sim.integrator != integrator
-    driver.key("space", key.SPACE)
-    assert not c.paused
-    driver.key("r", key.R)
-    driver.frame(1)
-    assert c.sim.time < 0.1
+    driver.key("period", key.PERIOD, until=lambda: c.sim.time > time_paused)
+    assert c.sim.time == pytest.approx(time_paused + c.sim.dt)
+    driver.key("i", key.I, until=lambda: c.sim.integrator != integrator)
+    driver.key("space", key.SPACE, until=lambda: not c.paused)
+    driver.frame(5)
+    driver.key("r", key.R, until=lambda: c.sim.time < 0.05)
 
 
 def test_panel_keeps_the_mouse_it_is_over(driver):
@@ -224,23 +235,21 @@ def test_mouse_drag_moves_a_cloth_particle_and_flings_it(driver):
     import pyglet
 
     c = driver.controller
-    driver.key("h", pyglet.window.key.H)           # hide the panel and help overlay
-    assert not c.show_ui
-    driver.key("r", pyglet.window.key.R)
+    driver.key("h", pyglet.window.key.H, until=lambda: not c.show_ui)   # hide the panel
+    driver.key("r", pyglet.window.key.R, until=lambda: c.sim.time < 0.05)
     i = c.sim.n_particles - 1                       # a free bottom corner
     start = c.sim.positions[i].copy()
     x, y = driver.window_xy(particle_pixel(c, i))
     grabbed = []
     driver.drag([(x, y)] + [(x + 12 * k, y - 6 * k) for k in range(1, 8)],
                 on_each=lambda: grabbed.append(c.sim.grabbed))
-    assert grabbed and all(g == i for g in grabbed)
-    assert c.sim.grabbed is None
+    assert grabbed.count(i) >= len(grabbed) - 2    # held from (about) the first move on
+    assert driver.until(lambda: c.sim.grabbed is None)
     moved = c.sim.positions[i] - start
     assert np.linalg.norm(moved) > 0.05
     right, up, _ = c.camera.basis()
     assert moved @ right > 0 and moved @ up > 0    # it followed the cursor right and up
-    driver.key("h", pyglet.window.key.H)
-    assert c.show_ui
+    driver.key("h", pyglet.window.key.H, until=lambda: c.show_ui)
 
 
 def test_picking_is_exact_after_a_resize(driver):
@@ -251,11 +260,11 @@ def test_picking_is_exact_after_a_resize(driver):
         if driver.wnd.buffer_size == (820, 700):
             break
     assert driver.wnd.buffer_size == (820, 700) and c.view_size == (820, 700)
-    driver.key("space", __import__("pyglet").window.key.SPACE)   # hold the cloth still
+    space = __import__("pyglet").window.key.SPACE
+    driver.key("space", space, until=lambda: c.paused)   # hold the cloth still
     i = c.sim.n_particles // 2
-    driver.move(driver.window_xy(particle_pixel(c, i)))
-    assert c.hovered == i
-    driver.key("space", __import__("pyglet").window.key.SPACE)
+    driver.move(driver.window_xy(particle_pixel(c, i)), until=lambda: c.hovered == i)
+    driver.key("space", space, until=lambda: not c.paused)
 
 
 def test_divergence_pauses_and_titles_the_window(driver):
@@ -270,7 +279,7 @@ def test_divergence_pauses_and_titles_the_window(driver):
     assert not driver.wnd.is_closing
     import pyglet
 
-    driver.key("r", pyglet.window.key.R)
+    driver.key("r", pyglet.window.key.R, until=lambda: c.error is None)
     c.set_parameter("dt", 0.001)
     c.set_integrator("symplectic_euler")
     driver.frame(1)
@@ -281,7 +290,8 @@ def test_p_key_saves_a_fixed_size_screenshot(driver):
     import pyglet
     from PIL import Image
 
-    driver.key("p", pyglet.window.key.P)
+    c = driver.controller
+    driver.key("p", pyglet.window.key.P, until=lambda: "screenshot" in c.message)
     path = Path(driver.controller.message.split(": ", 1)[1])
     assert path.suffix == ".png" and path.is_file()
     with Image.open(path) as image:
@@ -291,8 +301,7 @@ def test_p_key_saves_a_fixed_size_screenshot(driver):
 def test_escape_closes_the_window_cleanly(driver):
     import pyglet
 
-    driver.key("Escape", pyglet.window.key.ESCAPE)
-    assert driver.wnd.is_closing
+    driver.key("Escape", pyglet.window.key.ESCAPE, until=lambda: driver.wnd.is_closing)
 
 
 def test_ropesim_view_runs_and_quits_with_escape(display):
