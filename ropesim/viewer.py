@@ -416,8 +416,8 @@ class ViewerController:
             self.error = (
                 f"simulation diverged at t = {exc.time:.4g} s (step {exc.step}, "
                 f"{exc.integrator}, dt = {exc.dt:g} s): {exc.reason}. Paused at the last "
-                "finite state. To recover: R resets; lower dt or raise substeps in the "
-                "panel; I switches integrator (backward_euler, implicit_midpoint are stable).")
+                "finite state. To recover: R resets; lower dt in the panel; I switches "
+                "integrator (backward_euler and implicit_midpoint are stable).")
         done = self.sim.step_count - start_count
         if done > 0:
             ms = 1000.0 * (time.perf_counter() - start) / done
