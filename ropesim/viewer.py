@@ -1120,7 +1120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, already printed)
         return exc.code if isinstance(exc.code, int) else 2
-    _mglw().run_window_config_instance(config)
+    try:
+        _mglw().run_window_config_instance(config)
+    except KeyboardInterrupt:   # Ctrl-C in the terminal: finish a recording, no traceback
+        config.controller.close()
+        return 130
     return 0
 
 
