@@ -40,7 +40,7 @@ class SimulationDiverged(RuntimeError):
         super().__init__(
             f"simulation diverged at step {step} (t = {time:.4f} s) with integrator "
             f"{integrator} and dt = {dt:g} s: {reason}. The last finite state is kept. "
-            "Try a smaller dt, more substeps, or an implicit integrator "
+            "Try a smaller dt (more substeps for the same frame time) or an implicit integrator "
             "(backward_euler, implicit_midpoint)."
         )
 
