@@ -474,7 +474,7 @@ class Renderer:
         ground, spheres = _obstacles(getattr(self.sim, "contacts", ()))
         surface = self.has_surface and opts.mode in ("surface", "surface+springs")
         springs = not surface or opts.mode == "surface+springs"
-        particles_all = not surface
+        particles_all = not surface or opts.mode == "surface+springs"
 
         if surface:
             self._draw_surface()
