@@ -33,14 +33,29 @@ term clamped at zero, the always-definite form, and ``fallback_steps`` counts it
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from .forces import spring_forces, stiffness_blocks, system_product
+from . import parallel
+from .forces import (
+    MIN_LENGTH, edge_colouring, grid_accumulate, grid_layout, grid_load_row,
+    grid_spring_row, spring_forces, stiffness_blocks, system_product,
+)
 from .solvers import NEGATIVE_CURVATURE, conjugate_gradient
+
+parallel.configure()
+
+#: use the structured-grid kernels when the springs form a grid (see forces.grid_layout)
+GRID_PATH = True
+#: springs from which a system without grid structure runs the edge-coloured kernels
+#: (which have a parallel version); smaller ones use the plain serial scatter
+COLOURED_MIN_SPRINGS = 20_000
+#: springs from which a kernel's parallel version is considered at all
+PARALLEL_MIN_SPRINGS = 4_000
 
 
 @dataclass
@@ -78,6 +93,7 @@ class StepData:
     cg_tolerance: float = 1e-6
     cg_max_iterations: int = 200
     stats: SolverStats = field(default_factory=SolverStats)
+    grid_shape: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         n, m = self.x.shape[0], self.spring_a.shape[0]
@@ -85,6 +101,14 @@ class StepData:
         self.force = np.zeros((n, 3), dtype)
         self._implicit_ready = False
         self._n, self._m, self._dtype = n, m, dtype
+        self._explicit_path = None
+
+    def explicit_path(self):
+        """The kernels the Euler integrators use for this system, chosen on first use:
+        a structured-grid sweep, edge-coloured scatter, or the plain scatter."""
+        if self._explicit_path is None:
+            self._explicit_path = _choose_explicit_path(self)
+        return self._explicit_path
 
     def implicit_work(self) -> None:
         """Allocate the CG work arrays once, the first time an implicit step runs."""
@@ -196,6 +220,414 @@ def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
     return max_speed_sq
 
 
+# --- fast paths of the Euler integrators ------------------------------------------------
+#
+# explicit_euler and symplectic_euler run one fused kernel per step (forces, update and
+# max speed in one call, no allocation), picked once per system by explicit_path():
+#
+# - grid: the springs form a structured grid (forces.grid_layout, e.g. every cloth from
+#   builders.cloth). The grid is swept row by row; each row of x and v is read once
+#   into a small structure-of-arrays window of max_dr + 1 rows, the springs of a row
+#   are evaluated on contiguous (SIMD) rows, their forces are added into the window,
+#   and a row is integrated and written back as soon as no later spring touches it.
+#   State traffic per step is one read and one write of x and v. The parallel version
+#   splits the rows into bands, one per thread; the springs that cross a band boundary
+#   are evaluated by both neighbouring bands (from a copy of the boundary rows taken
+#   before the step), each keeping the half on its side. Every particle's force is
+#   summed in the same order for any number of bands, so serial and parallel results
+#   are bit-for-bit identical.
+# - coloured: large systems without grid structure. Springs are grouped by an edge
+#   colouring (no two springs of a colour share a particle) and applied colour by
+#   colour, a colour in parallel; the serial version runs the same order.
+# - plain: the spring-order scatter (spring_forces) then the update, in one call.
+#
+# Kernels run in the state's dtype: float32 state is computed in float32 throughout.
+
+_FAST = {"nsz", "contract"}  # no 'nnan'/'ninf': the NaN check on the speed must stay
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
+def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, symplectic,
+                     cols, window, one):
+    """Integrate grid row r from its window slot; returns (max |v|^2, 0 or NaN)."""
+    s = r % window
+    base = r * cols
+    g0 = gravity[0]
+    g1 = gravity[1]
+    g2 = gravity[2]
+    zero = one - one
+    X0 = X[s, 0]
+    X1 = X[s, 1]
+    X2 = X[s, 2]
+    V0 = V[s, 0]
+    V1 = V[s, 1]
+    V2 = V[s, 2]
+    F0 = F[s, 0]
+    F1 = F[s, 1]
+    F2 = F[s, 2]
+    xr = x[base:base + cols]
+    vr = v[base:base + cols]
+    wr = inv_mass[base:base + cols]
+    fr = fixed[base:base + cols]
+    max_sq = zero
+    bad = zero
+    for j in range(cols):
+        w = wr[j]
+        if symplectic:
+            u0 = V0[j] + dt * (F0[j] * w + g0)
+            u1 = V1[j] + dt * (F1[j] * w + g1)
+            u2 = V2[j] + dt * (F2[j] * w + g2)
+            y0 = X0[j] + dt * u0
+            y1 = X1[j] + dt * u1
+            y2 = X2[j] + dt * u2
+        else:
+            y0 = X0[j] + dt * V0[j]
+            y1 = X1[j] + dt * V1[j]
+            y2 = X2[j] + dt * V2[j]
+            u0 = V0[j] + dt * (F0[j] * w + g0)
+            u1 = V1[j] + dt * (F1[j] * w + g1)
+            u2 = V2[j] + dt * (F2[j] * w + g2)
+        u0 *= damp
+        u1 *= damp
+        u2 *= damp
+        if fr[j]:
+            u0 = zero
+            u1 = zero
+            u2 = zero
+            y0 = X0[j]
+            y1 = X1[j]
+            y2 = X2[j]
+        xr[j, 0] = y0
+        xr[j, 1] = y1
+        xr[j, 2] = y2
+        vr[j, 0] = u0
+        vr[j, 1] = u1
+        vr[j, 2] = u2
+        sq = u0 * u0 + u1 * u1 + u2 * u2
+        max_sq = max(max_sq, sq)
+        bad += sq * zero  # stays 0 unless some speed is NaN or infinite
+    return max_sq, bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, damp,
+               tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps):
+    """One Euler step of grid rows [r0, r1) (a band); rows outside it are read from the
+    boundary copies gx, gv. Returns (max |v|^2, 0 or NaN) of the band."""
+    window = max_dr + 1
+    X = windows[band, 0]
+    V = windows[band, 1]
+    F = windows[band, 2]
+    T = temps[band]
+    lo = max(0, r0 - max_dr)
+    loaded = lo
+    zero = one - one
+    max_sq = zero
+    bad = zero
+    for r in range(lo, r1):
+        top = min(rows - 1, r + max_dr)
+        while loaded <= top:
+            if r0 <= loaded < r1:
+                grid_load_row(loaded, x, v, X, V, F, cols, window)
+            else:
+                grid_load_row(loaded, gx, gv, X, V, F, cols, window)
+            loaded += 1
+        sa = r % window
+        for o in range(blocks.shape[0]):
+            rb = r + blocks[o, 0]
+            if rb >= rows or rb < r0:
+                continue
+            dc = blocks[o, 1]
+            c0 = blocks[o, 3]
+            c1 = blocks[o, 4]
+            first = blocks[o, 2] + r * (c1 - c0)
+            sb = rb % window
+            grid_spring_row(X, V, T, k, c, rest, sa, sb, dc, c0, c1, first, tiny, one)
+            if r >= r0:
+                grid_accumulate(F, T, sa, 0, c0, c1, 1)
+            if rb < r1:
+                grid_accumulate(F, T, sb, dc, c0, c1, -1)
+        if r >= r0:
+            m, b = _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp,
+                                    symplectic, cols, window, one)
+            max_sq = max(max_sq, m)
+            bad += b
+    return max_sq, bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _grid_euler(x, v, k, c, rest, inv_mass, fixed, gravity, dt, damp, tiny, one,
+                symplectic, rows, cols, blocks, max_dr, windows, temps):
+    """Serial grid Euler step (one band: all rows); returns max |v|^2 (NaN if not finite)."""
+    max_sq, bad = _grid_band(0, 0, rows, x, v, x, v, k, c, rest, inv_mass, fixed, gravity,
+                             dt, damp, tiny, one, symplectic, rows, cols, blocks, max_dr,
+                             windows, temps)
+    return max_sq if bad == 0.0 else bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _copy_rows(src, dst, lo, hi):
+    for i in range(lo, hi):
+        dst[i, 0] = src[i, 0]
+        dst[i, 1] = src[i, 1]
+        dst[i, 2] = src[i, 2]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def _grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, damp,
+                         tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps,
+                         bands, results):
+    """Parallel grid Euler step: one band of rows per task, bands[t]:bands[t + 1]."""
+    nb = bands.shape[0] - 1
+    for t in range(1, nb):  # copies of the rows either side of each band boundary
+        lo = max(0, bands[t] - max_dr) * cols
+        hi = min(rows, bands[t] + max_dr) * cols
+        _copy_rows(x, gx, lo, hi)
+        _copy_rows(v, gv, lo, hi)
+    for t in prange(nb):
+        m, b = _grid_band(t, bands[t], bands[t + 1], x, v, gx, gv, k, c, rest, inv_mass,
+                          fixed, gravity, dt, damp, tiny, one, symplectic, rows, cols,
+                          blocks, max_dr, windows, temps)
+        results[t, 0] = m
+        results[t, 1] = b
+    max_sq = results[0, 0]
+    bad = results[0, 1]
+    for t in range(1, nb):
+        max_sq = max(max_sq, results[t, 0])
+        bad += results[t, 1]
+    return max_sq if bad == 0.0 else bad
+
+
+@njit(cache=True)
+def _plain_euler(x, v, spring_a, spring_b, rest, k, c, f, inv_mass, fixed, gravity, dt,
+                 symplectic, damp_factor):
+    """spring_forces then _euler_update, in one call."""
+    spring_forces(x, v, spring_a, spring_b, rest, k, c, f)
+    return _euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
+def _apply_spring(s, x, v, spring_a, spring_b, rest, k, c, f, tiny, one):
+    i = spring_a[s]
+    j = spring_b[s]
+    dx = x[i, 0] - x[j, 0]
+    dy = x[i, 1] - x[j, 1]
+    dz = x[i, 2] - x[j, 2]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    if length < tiny:
+        return
+    inv = one / length
+    nx = dx * inv
+    ny = dy * inv
+    nz = dz * inv
+    rel = (v[i, 0] - v[j, 0]) * nx + (v[i, 1] - v[j, 1]) * ny + (v[i, 2] - v[j, 2]) * nz
+    mag = -k[s] * (length - rest[s]) - c[s] * rel
+    f[i, 0] += mag * nx
+    f[i, 1] += mag * ny
+    f[i, 2] += mag * nz
+    f[j, 0] -= mag * nx
+    f[j, 1] -= mag * ny
+    f[j, 2] -= mag * nz
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
+def _update_range(lo, hi, x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp, one):
+    """Euler update of particles [lo, hi) from forces f; returns (max |v|^2, 0 or NaN)."""
+    zero = one - one
+    max_sq = zero
+    bad = zero
+    g0 = gravity[0]
+    g1 = gravity[1]
+    g2 = gravity[2]
+    for i in range(lo, hi):
+        if fixed[i]:
+            v[i, 0] = zero
+            v[i, 1] = zero
+            v[i, 2] = zero
+            continue
+        w = inv_mass[i]
+        if symplectic:
+            u0 = v[i, 0] + dt * (f[i, 0] * w + g0)
+            u1 = v[i, 1] + dt * (f[i, 1] * w + g1)
+            u2 = v[i, 2] + dt * (f[i, 2] * w + g2)
+            x[i, 0] += dt * u0
+            x[i, 1] += dt * u1
+            x[i, 2] += dt * u2
+        else:
+            u0 = v[i, 0] + dt * (f[i, 0] * w + g0)
+            u1 = v[i, 1] + dt * (f[i, 1] * w + g1)
+            u2 = v[i, 2] + dt * (f[i, 2] * w + g2)
+            x[i, 0] += dt * v[i, 0]
+            x[i, 1] += dt * v[i, 1]
+            x[i, 2] += dt * v[i, 2]
+        u0 *= damp
+        u1 *= damp
+        u2 *= damp
+        v[i, 0] = u0
+        v[i, 1] = u1
+        v[i, 2] = u2
+        sq = u0 * u0 + u1 * u1 + u2 * u2
+        max_sq = max(max_sq, sq)
+        bad += sq * zero
+    return max_sq, bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _coloured_euler(x, v, spring_a, spring_b, rest, k, c, f, order, starts, inv_mass,
+                    fixed, gravity, dt, symplectic, damp, tiny, one, chunks, results):
+    """Serial edge-coloured Euler step: the same order of sums as the parallel one."""
+    f[:] = 0.0
+    for q in range(starts.shape[0] - 1):
+        for j in range(starts[q], starts[q + 1]):
+            _apply_spring(order[j], x, v, spring_a, spring_b, rest, k, c, f, tiny, one)
+    max_sq, bad = _update_range(0, x.shape[0], x, v, f, inv_mass, fixed, gravity, dt,
+                                symplectic, damp, one)
+    return max_sq if bad == 0.0 else bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def _coloured_euler_parallel(x, v, spring_a, spring_b, rest, k, c, f, order, starts,
+                             inv_mass, fixed, gravity, dt, symplectic, damp, tiny, one,
+                             chunks, results):
+    """Parallel edge-coloured Euler step: within a colour no two springs share a particle."""
+    n_chunks = chunks.shape[0] - 1
+    for t in prange(n_chunks):
+        for i in range(chunks[t], chunks[t + 1]):
+            f[i, 0] = 0.0
+            f[i, 1] = 0.0
+            f[i, 2] = 0.0
+    for q in range(starts.shape[0] - 1):
+        for j in prange(starts[q], starts[q + 1]):
+            _apply_spring(order[j], x, v, spring_a, spring_b, rest, k, c, f, tiny, one)
+    for t in prange(n_chunks):
+        m, b = _update_range(chunks[t], chunks[t + 1], x, v, f, inv_mass, fixed, gravity,
+                             dt, symplectic, damp, one)
+        results[t, 0] = m
+        results[t, 1] = b
+    max_sq = results[0, 0]
+    bad = results[0, 1]
+    for t in range(1, n_chunks):
+        max_sq = max(max_sq, results[t, 0])
+        bad += results[t, 1]
+    return max_sq if bad == 0.0 else bad
+
+
+class _PlainPath:
+    """Spring-order scatter and update in one serial kernel (small systems)."""
+
+    kind = "plain"
+
+    def euler(self, d: StepData, dt: float, symplectic: bool) -> float:
+        return _plain_euler(d.x, d.v, d.spring_a, d.spring_b, d.rest, d.k, d.c, d.force,
+                            d.inv_mass, d.fixed, d.gravity, dt, symplectic,
+                            np.exp(-d.drag * dt))
+
+
+class _ColouredPath:
+    """Edge-coloured scatter: serial or parallel, identical results."""
+
+    kind = "coloured"
+
+    def __init__(self, d: StepData, order: np.ndarray, starts: np.ndarray):
+        self.order, self.starts = order, starts
+        self.colours = starts.shape[0] - 1
+        self.chooser = parallel.Chooser()
+        self._type = d.x.dtype.type
+        n = d.x.shape[0]
+        self.chunks = np.linspace(0, n, 65).astype(np.int64)  # fixed: result independent
+        self.results = np.zeros((64, 2), d.x.dtype)            # of the thread count
+
+    def euler(self, d: StepData, dt: float, symplectic: bool) -> float:
+        t = self._type
+        args = (d.x, d.v, d.spring_a, d.spring_b, d.rest, d.k, d.c, d.force, self.order,
+                self.starts, d.inv_mass, d.fixed, d.gravity, t(dt), symplectic,
+                t(np.exp(-d.drag * dt)), t(MIN_LENGTH), t(1.0), self.chunks, self.results)
+        use_parallel = self.chooser.parallel() and parallel.threads() > 1
+        start = time.perf_counter()
+        if use_parallel:
+            result = _coloured_euler_parallel(*args)
+        else:
+            result = _coloured_euler(*args)
+        self.chooser.record(use_parallel, start)
+        return float(result)
+
+
+class _GridPath:
+    """Structured-grid sweep: serial, or in bands of rows in parallel, identical results."""
+
+    kind = "grid"
+
+    def __init__(self, d: StepData, layout):
+        self.layout = layout
+        self.rows, self.cols = layout.rows, layout.cols
+        self.blocks = layout.blocks
+        self.max_dr = layout.max_dr
+        self._type = d.x.dtype.type
+        self._dtype = d.x.dtype
+        self.chooser = parallel.Chooser()
+        self.can_parallel = d.spring_a.shape[0] >= PARALLEL_MIN_SPRINGS and self.rows >= 16
+        self._scratch(1)
+        self._bands_for = 0
+        self.gx = self.gv = None
+
+    def _scratch(self, bands: int) -> None:
+        window = self.max_dr + 1
+        self.windows = np.zeros((bands, 3, window, 3, self.cols), self._dtype)
+        self.temps = np.zeros((bands, 3, self.cols), self._dtype)
+        self.results = np.zeros((bands, 2), self._dtype)
+
+    def _bands(self, threads: int) -> np.ndarray:
+        if self._bands_for != threads:
+            nb = max(1, min(threads, self.rows // 8))
+            self.bands = np.linspace(0, self.rows, nb + 1).round().astype(np.int64)
+            if self.windows.shape[0] < nb:
+                self._scratch(nb)
+            self.results = np.zeros((nb, 2), self._dtype)
+            if self.gx is None:
+                self.gx = np.zeros((self.rows * self.cols, 3), self._dtype)
+                self.gv = np.zeros_like(self.gx)
+            self._bands_for = threads
+        return self.bands
+
+    def euler(self, d: StepData, dt: float, symplectic: bool) -> float:
+        t = self._type
+        dt_t, damp, tiny, one = t(dt), t(np.exp(-d.drag * dt)), t(MIN_LENGTH), t(1.0)
+        if self.can_parallel:
+            use_parallel = self.chooser.parallel()
+            threads = parallel.threads() if use_parallel else 1
+            if threads > 1:
+                bands = self._bands(threads)
+                start = time.perf_counter()
+                result = _grid_euler_parallel(
+                    d.x, d.v, self.gx, self.gv, d.k, d.c, d.rest, d.inv_mass, d.fixed,
+                    d.gravity, dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
+                    self.blocks, self.max_dr, self.windows, self.temps, bands, self.results)
+                self.chooser.record(True, start)
+                return float(result)
+            start = time.perf_counter()
+            result = _grid_euler(d.x, d.v, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity,
+                                 dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
+                                 self.blocks, self.max_dr, self.windows, self.temps)
+            self.chooser.record(False, start)
+            return float(result)
+        return float(_grid_euler(d.x, d.v, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity,
+                                 dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
+                                 self.blocks, self.max_dr, self.windows, self.temps))
+
+
+def _choose_explicit_path(d: StepData):
+    n, m = d.x.shape[0], d.spring_a.shape[0]
+    if GRID_PATH and m:
+        layout = grid_layout(d.spring_a, d.spring_b, n, d.grid_shape)
+        if layout is not None:
+            return _GridPath(d, layout)
+    if m >= COLOURED_MIN_SPRINGS:
+        colouring = edge_colouring(d.spring_a, d.spring_b, n)
+        if colouring is not None:
+            return _ColouredPath(d, *colouring)
+    return _PlainPath()
+
+
 # --- integrators ---------------------------------------------------------------------
 
 
@@ -204,17 +636,11 @@ def _compute_forces(d: StepData) -> None:
 
 
 def explicit_euler(d: StepData, dt: float) -> float:
-    _compute_forces(d)
-    return _euler_update(
-        d.x, d.v, d.force, d.inv_mass, d.fixed, d.gravity, dt, False, np.exp(-d.drag * dt)
-    )
+    return d.explicit_path().euler(d, dt, False)
 
 
 def symplectic_euler(d: StepData, dt: float) -> float:
-    _compute_forces(d)
-    return _euler_update(
-        d.x, d.v, d.force, d.inv_mass, d.fixed, d.gravity, dt, True, np.exp(-d.drag * dt)
-    )
+    return d.explicit_path().euler(d, dt, True)
 
 
 def verlet(d: StepData, dt: float) -> float:
