@@ -296,7 +296,8 @@ def grid_load_row(q, x, v, X, V, F, cols, window):
     """Copy grid row q of x, v (n, 3) into window slot q % window of X, V (W, 3, cols),
     structure-of-arrays, and zero that slot of the force window F."""
     s = q % window
-    base = q * cols
+    xr = x[q * cols:(q + 1) * cols].reshape(-1)  # flat rows: a constant stride of 3
+    vr = v[q * cols:(q + 1) * cols].reshape(-1)
     Xs0 = X[s, 0]
     Xs1 = X[s, 1]
     Xs2 = X[s, 2]
@@ -304,12 +305,13 @@ def grid_load_row(q, x, v, X, V, F, cols, window):
     Vs1 = V[s, 1]
     Vs2 = V[s, 2]
     for j in range(cols):
-        Xs0[j] = x[base + j, 0]
-        Xs1[j] = x[base + j, 1]
-        Xs2[j] = x[base + j, 2]
-        Vs0[j] = v[base + j, 0]
-        Vs1[j] = v[base + j, 1]
-        Vs2[j] = v[base + j, 2]
+        Xs0[j] = xr[3 * j]
+        Xs1[j] = xr[3 * j + 1]
+        Xs2[j] = xr[3 * j + 2]
+    for j in range(cols):
+        Vs0[j] = vr[3 * j]
+        Vs1[j] = vr[3 * j + 1]
+        Vs2[j] = vr[3 * j + 2]
     F[s] = 0.0
 
 

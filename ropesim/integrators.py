@@ -246,10 +246,24 @@ def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
 _FAST = {"nsz", "contract"}  # no 'nnan'/'ninf': the NaN check on the speed must stay
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
+@njit(cache=True, error_model="numpy", boundscheck=False,
+      fastmath={"nnan", "ninf", "nsz", "reassoc"})
+def _max_of(values):
+    """Largest of values (assumed finite: callers check for NaN/inf separately)."""
+    best = values[0]
+    for j in range(1, values.shape[0]):
+        best = max(best, values[j])
+    return best
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST | {"reassoc"})
 def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, symplectic,
-                     cols, window, one):
-    """Integrate grid row r from its window slot; returns (max |v|^2, 0 or NaN)."""
+                     cols, window, one, speed_sq):
+    """Integrate grid row r from its window slot; returns (max |v|^2, 0 or NaN).
+
+    speed_sq (cols,) is scratch. 'reassoc' only lets the NaN/inf detector (a sum of
+    |v|^2 * 0, which any NaN or infinity turns into NaN) vectorise; the state update
+    itself has no reduction."""
     s = r % window
     base = r * cols
     g0 = gravity[0]
@@ -265,11 +279,10 @@ def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, sympl
     F0 = F[s, 0]
     F1 = F[s, 1]
     F2 = F[s, 2]
-    xr = x[base:base + cols]
-    vr = v[base:base + cols]
+    xr = x[base:base + cols].reshape(-1)  # flat rows: a constant stride of 3
+    vr = v[base:base + cols].reshape(-1)
     wr = inv_mass[base:base + cols]
     fr = fixed[base:base + cols]
-    max_sq = zero
     bad = zero
     for j in range(cols):
         w = wr[j]
@@ -297,16 +310,16 @@ def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, sympl
             y0 = X0[j]
             y1 = X1[j]
             y2 = X2[j]
-        xr[j, 0] = y0
-        xr[j, 1] = y1
-        xr[j, 2] = y2
-        vr[j, 0] = u0
-        vr[j, 1] = u1
-        vr[j, 2] = u2
+        xr[3 * j] = y0
+        xr[3 * j + 1] = y1
+        xr[3 * j + 2] = y2
+        vr[3 * j] = u0
+        vr[3 * j + 1] = u1
+        vr[3 * j + 2] = u2
         sq = u0 * u0 + u1 * u1 + u2 * u2
-        max_sq = max(max_sq, sq)
+        speed_sq[j] = sq
         bad += sq * zero  # stays 0 unless some speed is NaN or infinite
-    return max_sq, bad
+    return _max_of(speed_sq[:cols]), bad
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -349,7 +362,7 @@ def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity,
                 grid_accumulate(F, T, sb, dc, c0, c1, -1)
         if r >= r0:
             m, b = _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp,
-                                    symplectic, cols, window, one)
+                                    symplectic, cols, window, one, T[0])
             max_sq = max(max_sq, m)
             bad += b
     return max_sq, bad
@@ -407,27 +420,30 @@ def _plain_euler(x, v, spring_a, spring_b, rest, k, c, f, inv_mass, fixed, gravi
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
-def _apply_spring(s, x, v, spring_a, spring_b, rest, k, c, f, tiny, one):
-    i = spring_a[s]
-    j = spring_b[s]
-    dx = x[i, 0] - x[j, 0]
-    dy = x[i, 1] - x[j, 1]
-    dz = x[i, 2] - x[j, 2]
-    length = np.sqrt(dx * dx + dy * dy + dz * dz)
-    if length < tiny:
-        return
-    inv = one / length
-    nx = dx * inv
-    ny = dy * inv
-    nz = dz * inv
-    rel = (v[i, 0] - v[j, 0]) * nx + (v[i, 1] - v[j, 1]) * ny + (v[i, 2] - v[j, 2]) * nz
-    mag = -k[s] * (length - rest[s]) - c[s] * rel
-    f[i, 0] += mag * nx
-    f[i, 1] += mag * ny
-    f[i, 2] += mag * nz
-    f[j, 0] -= mag * nx
-    f[j, 1] -= mag * ny
-    f[j, 2] -= mag * nz
+def _apply_springs(lo, hi, order, x, v, spring_a, spring_b, rest, k, c, f, tiny, one):
+    """Add the forces of springs order[lo:hi] into f (the spring_forces formula)."""
+    for e in range(lo, hi):
+        s = order[e]
+        i = spring_a[s]
+        j = spring_b[s]
+        dx = x[i, 0] - x[j, 0]
+        dy = x[i, 1] - x[j, 1]
+        dz = x[i, 2] - x[j, 2]
+        length = np.sqrt(dx * dx + dy * dy + dz * dz)
+        if length < tiny:
+            continue
+        inv = one / length
+        nx = dx * inv
+        ny = dy * inv
+        nz = dz * inv
+        rel = (v[i, 0] - v[j, 0]) * nx + (v[i, 1] - v[j, 1]) * ny + (v[i, 2] - v[j, 2]) * nz
+        mag = -k[s] * (length - rest[s]) - c[s] * rel
+        f[i, 0] += mag * nx
+        f[i, 1] += mag * ny
+        f[i, 2] += mag * nz
+        f[j, 0] -= mag * nx
+        f[j, 1] -= mag * ny
+        f[j, 2] -= mag * nz
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
@@ -477,9 +493,8 @@ def _coloured_euler(x, v, spring_a, spring_b, rest, k, c, f, order, starts, inv_
                     fixed, gravity, dt, symplectic, damp, tiny, one, chunks, results):
     """Serial edge-coloured Euler step: the same order of sums as the parallel one."""
     f[:] = 0.0
-    for q in range(starts.shape[0] - 1):
-        for j in range(starts[q], starts[q + 1]):
-            _apply_spring(order[j], x, v, spring_a, spring_b, rest, k, c, f, tiny, one)
+    _apply_springs(0, order.shape[0], order, x, v, spring_a, spring_b, rest, k, c, f, tiny,
+                   one)
     max_sq, bad = _update_range(0, x.shape[0], x, v, f, inv_mass, fixed, gravity, dt,
                                 symplectic, damp, one)
     return max_sq if bad == 0.0 else bad
@@ -497,8 +512,11 @@ def _coloured_euler_parallel(x, v, spring_a, spring_b, rest, k, c, f, order, sta
             f[i, 1] = 0.0
             f[i, 2] = 0.0
     for q in range(starts.shape[0] - 1):
-        for j in prange(starts[q], starts[q + 1]):
-            _apply_spring(order[j], x, v, spring_a, spring_b, rest, k, c, f, tiny, one)
+        lo = starts[q]
+        size = starts[q + 1] - lo
+        for t in prange(n_chunks):  # 64 slices of the colour; no particle in two springs
+            _apply_springs(lo + size * t // n_chunks, lo + size * (t + 1) // n_chunks, order,
+                           x, v, spring_a, spring_b, rest, k, c, f, tiny, one)
     for t in prange(n_chunks):
         m, b = _update_range(chunks[t], chunks[t + 1], x, v, f, inv_mass, fixed, gravity,
                              dt, symplectic, damp, one)
