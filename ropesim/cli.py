@@ -196,7 +196,7 @@ def _add_quiet_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every subcommand except ``view`` (passed to the viewer)."""
-    from .render import WIREFRAME_MODES
+    from .renderer import WIREFRAME_MODES
 
     parser = _Parser(
         prog=PROG,
@@ -409,7 +409,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .recording import (DEFAULT_FPS, DEFAULT_GIF_FPS, DEFAULT_SIZE, OutputError,
                             check_video_path, frame_count, output_kind, render,
                             steps_per_frame)
-    from .render import WIREFRAME_MODES
+    from .renderer import WIREFRAME_MODES
     from .simulation import SimulationDiverged
 
     scene = load_scene(args.scene, args.overrides, args.dt, args.integrator)

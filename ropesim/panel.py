@@ -22,7 +22,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from .integrators import INTEGRATORS
-from .render import WIREFRAME_MODES
+from .renderer import WIREFRAME_MODES
 from .scenes import scene_names
 from .viewer import HOTKEYS, MOUSE_HELP
 

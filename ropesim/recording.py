@@ -401,7 +401,7 @@ def check_video_path(path: str | Path, size: tuple[int, int]) -> str:
     kind = output_kind(path)
     check_output_path(path, folder=kind == "frames")
     if kind == "mp4":
-        from .render import check_video_size
+        from .renderer import check_video_size
 
         try:
             check_video_size(*size)
@@ -484,7 +484,7 @@ class _FfmpegWriter(VideoWriter):
     _writer: Any = None
 
     def _start(self, size: tuple[int, int]) -> None:
-        from .render import check_video_size
+        from .renderer import check_video_size
         import imageio.v2 as iio2
 
         check_video_size(*size)
@@ -602,7 +602,7 @@ def render(scene_or_sim: Any, out: str | Path | None = None, frames: int | None 
     and returns its path. On divergence or Ctrl-C the frames rendered so far are
     written (the file is closed properly) and the exception propagates.
     """
-    from . import render as gl
+    from . import renderer as gl
 
     if fps is None:
         fps = DEFAULT_GIF_FPS if out is not None and output_kind(out) == "gif" else DEFAULT_FPS

@@ -10,7 +10,7 @@ Two layers:
   so it is tested directly (tests/test_viewer.py).
 * :class:`RopesimViewer` is a thin ``moderngl_window.WindowConfig``: it turns window
   events into controller calls (mouse positions converted to framebuffer pixels),
-  draws with :class:`ropesim.render.Renderer` and the imgui panel (panel.py).
+  draws with :class:`ropesim.renderer.Renderer` and the imgui panel (panel.py).
 
 Coordinates: mouse positions handed to the controller are framebuffer pixels with a
 top-left origin (y down), the convention of camera.py and picking.py.
@@ -38,7 +38,7 @@ import numpy as np
 from .camera import OrbitCamera, parse_camera_arg
 from .integrators import INTEGRATORS
 from .picking import FlingTracker, drag_plane, intersect_plane, pick_particle_screen
-from .render import WIREFRAME_MODES, RenderOptions
+from .renderer import WIREFRAME_MODES, RenderOptions
 from .scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .simulation import Simulation, SimulationDiverged
 
@@ -873,7 +873,7 @@ def _make_viewer_class() -> type:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             from .panel import ImguiRenderer, Panel
-            from .render import Renderer
+            from .renderer import Renderer
 
             args = self.argv
             self.wnd.exit_key = None          # Esc and F11 go through our hotkey table
@@ -892,6 +892,7 @@ def _make_viewer_class() -> type:
             self.imgui = ImguiRenderer(self.wnd)
             self.panel = Panel(self.controller)
             self._title = ""
+            self._cursor: tuple[float, float] | None = None  # last cursor, framebuffer px
             self._fullscreen = bool(self.wnd.fullscreen)
             self._update_pixel_scale()
 
@@ -935,8 +936,7 @@ def _make_viewer_class() -> type:
             c = self.controller
             c.advance(frame_time)
             self._sync_renderer()
-            if not c.dragging and not self._ui_wants_mouse():
-                c.refresh_hover()
+            self._hover_at_cursor()
             width, height = self.wnd.buffer_size
             if width < 1 or height < 1:   # minimised
                 return
@@ -970,10 +970,19 @@ def _make_viewer_class() -> type:
 
         def on_mouse_position_event(self, x: int, y: int, dx: int, dy: int) -> None:
             self.imgui.mouse_position_event(x, y, dx, dy)
+            self._cursor = self.to_pixels(x, y)
+            self._hover_at_cursor()
+
+        def _hover_at_cursor(self) -> None:
+            """Hover what is under the last known cursor, unless the panel has the mouse.
+
+            Run on every mouse move and every frame: imgui decides whether it wants the
+            mouse a frame late, and particles move under a still cursor."""
+            c = self.controller
             if self._ui_wants_mouse():
-                self.controller.mouse_leave()
-            else:
-                self.controller.mouse_move(*self.to_pixels(x, y))
+                c.mouse_leave()
+            elif self._cursor is not None and not c.dragging:
+                c.mouse_move(*self._cursor)
 
         def on_mouse_press_event(self, x: int, y: int, button: int) -> None:
             self.imgui.mouse_press_event(x, y, button)

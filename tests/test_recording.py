@@ -28,17 +28,6 @@ def star_sim(**overrides) -> Simulation:
     return load("star").simulation(**overrides)
 
 
-def egl_available() -> bool:
-    from ropesim.render import create_headless_context
-
-    try:
-        create_headless_context().release()
-    except RuntimeError:
-        return False
-    return True
-
-
-needs_egl = pytest.mark.skipif(not egl_available(), reason="no EGL OpenGL 3.3 context")
 # explicit Euler at a large dt is asked for on purpose: it diverges
 pytestmark = pytest.mark.filterwarnings("ignore:dt = .* stable step:RuntimeWarning")
 
@@ -200,7 +189,6 @@ def test_save_png_checks_the_array(tmp_path):
 
 
 # --- render -----------------------------------------------------------------------------------
-@needs_egl
 def test_render_returns_frames_that_change_as_the_scene_moves():
     frames = render("rope", frames=3, fps=10, size=(128, 80))
     assert len(frames) == 3 and frames[0].shape == (80, 128, 3) and frames[0].dtype == np.uint8
@@ -208,7 +196,6 @@ def test_render_returns_frames_that_change_as_the_scene_moves():
     assert np.abs(frames[2].astype(int) - frames[0].astype(int)).sum() > 0
 
 
-@needs_egl
 def test_render_a_simulation_to_a_gif_advances_it_by_steps_per_frame(tmp_path):
     import imageio.v3 as iio
 
@@ -219,7 +206,6 @@ def test_render_a_simulation_to_a_gif_advances_it_by_steps_per_frame(tmp_path):
     assert sim.step_count == 3 * steps_per_frame(sim.dt, 25)
 
 
-@needs_egl
 def test_render_stops_on_divergence_but_closes_the_video(tmp_path):
     import imageio.v3 as iio
 

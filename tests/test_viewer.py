@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ropesim.integrators import INTEGRATORS
-from ropesim.render import WIREFRAME_MODES
+from ropesim.renderer import WIREFRAME_MODES
 from ropesim.scenes import load, scene_from_dict, scene_names
 from ropesim.viewer import (
     HOTKEYS, LEFT, MAX_FRAME_TIME, MIDDLE, RIGHT, EnergyHistory, ViewerController, key_names,

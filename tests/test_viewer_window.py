@@ -172,6 +172,19 @@ def particle_pixel(controller, i: int) -> tuple[float, float]:
     return float(pixels[0, 0]), float(pixels[0, 1])
 
 
+def clearly_pickable_particle(controller) -> int:
+    """A free particle near the middle of the view that picking finds at its own pixel
+    and at every pixel around it (so whole-pixel window coordinates still hit it)."""
+    c = controller
+    centre = np.array(c.view_size) / 2
+    free = np.flatnonzero(~c.sim.pinned)
+    for j in sorted(free, key=lambda j: np.linalg.norm(np.array(particle_pixel(c, j)) - centre)):
+        u, v = particle_pixel(c, j)
+        if all(c.pick(u + du, v + dv) == j for du in (-1.5, 0, 1.5) for dv in (-1.5, 0, 1.5)):
+            return int(j)
+    raise AssertionError("no particle is clearly pickable in this view")
+
+
 def test_handlers_are_bound_under_their_3x_names(driver):
     app, wnd = driver.app, driver.wnd
     bound = {
@@ -237,7 +250,11 @@ def test_mouse_drag_moves_a_cloth_particle_and_flings_it(driver):
     c = driver.controller
     driver.key("h", pyglet.window.key.H, until=lambda: not c.show_ui)   # hide the panel
     driver.key("r", pyglet.window.key.R, until=lambda: c.sim.time < 0.05)
-    i = c.sim.n_particles - 1                       # a free bottom corner
+    # gravity off: the level cloth keeps still, so the particle stays under the cursor
+    driver.key("g", pyglet.window.key.G, until=lambda: not c.gravity_on)
+    c.camera.elevation = 70.0  # look down on the level cloth so its particles are spread out
+    driver.frame(2)
+    i = clearly_pickable_particle(c)
     start = c.sim.positions[i].copy()
     x, y = driver.window_xy(particle_pixel(c, i))
     grabbed = []
@@ -249,6 +266,9 @@ def test_mouse_drag_moves_a_cloth_particle_and_flings_it(driver):
     assert np.linalg.norm(moved) > 0.05
     right, up, _ = c.camera.basis()
     assert moved @ right > 0 and moved @ up > 0    # it followed the cursor right and up
+    assert np.linalg.norm(c.sim.velocities[i]) > 0.1  # released with the drag's velocity
+    driver.key("g", pyglet.window.key.G, until=lambda: c.gravity_on)
+    driver.key("f", pyglet.window.key.F, until=lambda: c.camera.elevation < 70.0)
     driver.key("h", pyglet.window.key.H, until=lambda: c.show_ui)
 
 
@@ -262,8 +282,9 @@ def test_picking_is_exact_after_a_resize(driver):
     assert driver.wnd.buffer_size == (820, 700) and c.view_size == (820, 700)
     space = __import__("pyglet").window.key.SPACE
     driver.key("space", space, until=lambda: c.paused)   # hold the cloth still
-    i = c.sim.n_particles // 2
-    driver.move(driver.window_xy(particle_pixel(c, i)), until=lambda: c.hovered == i)
+    i = clearly_pickable_particle(c)
+    xy = driver.window_xy(particle_pixel(c, i))
+    driver.move(xy, until=lambda: c.hovered == i)
     driver.key("space", space, until=lambda: not c.paused)
 
 

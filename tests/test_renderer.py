@@ -13,11 +13,11 @@ import moderngl
 import numpy as np
 import pytest
 
-from ropesim import render
+from ropesim import renderer as render
 from ropesim.builders import cloth, rope
 from ropesim.camera import OrbitCamera
 from ropesim.contacts import Ground, Sphere
-from ropesim.render import (
+from ropesim.renderer import (
     WIREFRAME_MODES,
     FrameGrabber,
     OffscreenTarget,

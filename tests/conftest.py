@@ -1,0 +1,12 @@
+"""Shared pytest configuration."""
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the real-window tests first.
+
+    Once a process has made an EGL standalone context current (the headless rendering
+    tests do), moderngl can no longer detect the GLX context of a pyglet window in that
+    process ("glXGetCurrentContext: cannot detect OpenGL context"). The viewer never
+    mixes the two; the test session does, so the window tests go before any EGL use.
+    """
+    items.sort(key=lambda item: 0 if item.path.name == "test_viewer_window.py" else 1)
