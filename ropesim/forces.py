@@ -291,7 +291,7 @@ def grid_layout(spring_a, spring_b, n_particles: int, grid_shape=None) -> GridLa
     return None
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def grid_load_row(q, x, v, X, V, F, cols, window):
     """Copy grid row q of x, v (n, 3) into window slot q % window of X, V (W, 3, cols),
     structure-of-arrays, and zero that slot of the force window F."""
@@ -315,7 +315,7 @@ def grid_load_row(q, x, v, X, V, F, cols, window):
     F[s] = 0.0
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"}, inline="always")
 def grid_spring_row(X, V, T, k, c, rest, sa, sb, dc, c0, c1, first, tiny, one):
     """Forces of the springs (slot sa, column j) -> (slot sb, column j + dc), j in [c0, c1),
     on their first end, into T[:, c0:c1]; spring parameters from index ``first`` on.
@@ -359,7 +359,7 @@ def grid_spring_row(X, V, T, k, c, rest, sa, sb, dc, c0, c1, first, tiny, one):
         T2[j] = mag * nz
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def grid_accumulate(F, T, slot, shift, c0, c1, sign):
     """F[slot, :, j + shift] += sign * T[:, j] for j in [c0, c1) (sign +1 or -1)."""
     n = c1 - c0

@@ -246,24 +246,17 @@ def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
 _FAST = {"nsz", "contract"}  # no 'nnan'/'ninf': the NaN check on the speed must stay
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False,
-      fastmath={"nnan", "ninf", "nsz", "reassoc"})
-def _max_of(values):
-    """Largest of values (assumed finite: callers check for NaN/inf separately)."""
-    best = values[0]
-    for j in range(1, values.shape[0]):
-        best = max(best, values[j])
-    return best
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST | {"reassoc"})
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST | {"reassoc"},
+      inline="always")
 def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, symplectic,
-                     cols, window, one, speed_sq):
+                     cols, window, one, speed_sq, speed_bits):
     """Integrate grid row r from its window slot; returns (max |v|^2, 0 or NaN).
 
-    speed_sq (cols,) is scratch. 'reassoc' only lets the NaN/inf detector (a sum of
-    |v|^2 * 0, which any NaN or infinity turns into NaN) vectorise; the state update
-    itself has no reduction."""
+    speed_sq (cols,) is scratch and speed_bits an integer view of it: the largest
+    |v|^2 >= 0 is found as the largest bit pattern, an integer maximum that
+    vectorises (a float maximum would need the 'nnan' flag). NaN and inf are caught
+    by a sum of |v|^2 * 0, which any of them turns into NaN ('reassoc' lets it vectorise).
+    """
     s = r % window
     base = r * cols
     g0 = gravity[0]
@@ -319,19 +312,28 @@ def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, sympl
         sq = u0 * u0 + u1 * u1 + u2 * u2
         speed_sq[j] = sq
         bad += sq * zero  # stays 0 unless some speed is NaN or infinite
-    return _max_of(speed_sq[:cols]), bad
+    top = speed_bits[0]
+    for j in range(1, cols):
+        top = max(top, speed_bits[j])
+    speed_bits[0] = top
+    return speed_sq[0], bad
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST | {"reassoc"})
 def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, damp,
-               tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps):
+               tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps, speeds,
+               speed_bits):
     """One Euler step of grid rows [r0, r1) (a band); rows outside it are read from the
-    boundary copies gx, gv. Returns (max |v|^2, 0 or NaN) of the band."""
+    boundary copies gx, gv. Returns (max |v|^2, 0 or NaN) of the band.
+
+    The row kernels are inlined here (one call per band: no per-row call overhead)."""
     window = max_dr + 1
     X = windows[band, 0]
     V = windows[band, 1]
     F = windows[band, 2]
     T = temps[band]
+    S = speeds[band]
+    Sb = speed_bits[band]
     lo = max(0, r0 - max_dr)
     loaded = lo
     zero = one - one
@@ -362,7 +364,7 @@ def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity,
                 grid_accumulate(F, T, sb, dc, c0, c1, -1)
         if r >= r0:
             m, b = _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp,
-                                    symplectic, cols, window, one, T[0])
+                                    symplectic, cols, window, one, S, Sb)
             max_sq = max(max_sq, m)
             bad += b
     return max_sq, bad
@@ -370,11 +372,11 @@ def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity,
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def _grid_euler(x, v, k, c, rest, inv_mass, fixed, gravity, dt, damp, tiny, one,
-                symplectic, rows, cols, blocks, max_dr, windows, temps):
+                symplectic, rows, cols, blocks, max_dr, windows, temps, speeds, speed_bits):
     """Serial grid Euler step (one band: all rows); returns max |v|^2 (NaN if not finite)."""
     max_sq, bad = _grid_band(0, 0, rows, x, v, x, v, k, c, rest, inv_mass, fixed, gravity,
                              dt, damp, tiny, one, symplectic, rows, cols, blocks, max_dr,
-                             windows, temps)
+                             windows, temps, speeds, speed_bits)
     return max_sq if bad == 0.0 else bad
 
 
@@ -389,7 +391,7 @@ def _copy_rows(src, dst, lo, hi):
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def _grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, damp,
                          tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps,
-                         bands, results):
+                         speeds, speed_bits, bands, results):
     """Parallel grid Euler step: one band of rows per task, bands[t]:bands[t + 1]."""
     nb = bands.shape[0] - 1
     for t in range(1, nb):  # copies of the rows either side of each band boundary
@@ -400,7 +402,7 @@ def _grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt,
     for t in prange(nb):
         m, b = _grid_band(t, bands[t], bands[t + 1], x, v, gx, gv, k, c, rest, inv_mass,
                           fixed, gravity, dt, damp, tiny, one, symplectic, rows, cols,
-                          blocks, max_dr, windows, temps)
+                          blocks, max_dr, windows, temps, speeds, speed_bits)
         results[t, 0] = m
         results[t, 1] = b
     max_sq = results[0, 0]
@@ -592,6 +594,9 @@ class _GridPath:
         window = self.max_dr + 1
         self.windows = np.zeros((bands, 3, window, 3, self.cols), self._dtype)
         self.temps = np.zeros((bands, 3, self.cols), self._dtype)
+        bits = np.int32 if self._dtype == np.float32 else np.int64
+        self.speed_bits = np.zeros((bands, self.cols), bits)
+        self.speeds = self.speed_bits.view(self._dtype)  # the same memory, as floats
         self.results = np.zeros((bands, 2), self._dtype)
 
     def _bands(self, threads: int) -> np.ndarray:
@@ -619,18 +624,21 @@ class _GridPath:
                 result = _grid_euler_parallel(
                     d.x, d.v, self.gx, self.gv, d.k, d.c, d.rest, d.inv_mass, d.fixed,
                     d.gravity, dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
-                    self.blocks, self.max_dr, self.windows, self.temps, bands, self.results)
+                    self.blocks, self.max_dr, self.windows, self.temps, self.speeds, self.speed_bits, bands,
+                    self.results)
                 self.chooser.record(True, start)
                 return float(result)
             start = time.perf_counter()
             result = _grid_euler(d.x, d.v, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity,
                                  dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
-                                 self.blocks, self.max_dr, self.windows, self.temps)
+                                 self.blocks, self.max_dr, self.windows, self.temps,
+                                 self.speeds, self.speed_bits)
             self.chooser.record(False, start)
             return float(result)
         return float(_grid_euler(d.x, d.v, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity,
                                  dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
-                                 self.blocks, self.max_dr, self.windows, self.temps))
+                                 self.blocks, self.max_dr, self.windows, self.temps,
+                                 self.speeds, self.speed_bits))
 
 
 def _choose_explicit_path(d: StepData):
