@@ -422,3 +422,226 @@ def edge_colouring(spring_a, spring_b, n_particles: int):
     starts = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(colour, minlength=count), out=starts[1:])
     return order, starts
+
+
+# --- implicit operators on structured grids ------------------------------------------------
+#
+# The implicit integrators' matrix A = M + alpha Ks_graph + beta C_graph is, on a grid,
+# a sum over neighbour offsets of 3 x 3 blocks per edge. The grid versions store one
+# symmetric block per edge, b = alpha Ks + beta c n n^T as (xx, yy, zz, xy, xz, yz), in
+# a *padded* layout: the edge whose lower end is node a of offset block o sits at
+# base[o] + a, for every node a of the first rows - dr rows (slots without a spring hold
+# zero blocks). Then the other end is a + shift[o] (shift = dr * cols + dc) and a whole
+# offset block is one long contiguous loop. Vectors are structure-of-arrays (3, n + pad);
+# the pad entries stay zero.
+
+#: zero entries after the n nodes of a grid vector (covers shift overshoot at the end)
+GRID_PAD = 2 * GRID_MAX_OFFSET
+
+
+def padded_edges(rows: int, cols: int, offsets) -> np.ndarray:
+    """(nb, 3) int64 (base, count, shift) of the padded edge layout for these offsets."""
+    out, base = [], 0
+    for dr, dc in offsets:
+        count = (rows - dr) * cols
+        out.append((base, count, dr * cols + dc))
+        base += count
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
+
+
+def spring_slots(layout: GridLayout, pblocks: np.ndarray) -> np.ndarray:
+    """Padded edge slot of every spring (spring order) of a grid layout."""
+    slots = np.empty(int(sum((b[4] - b[3]) * (layout.rows - b[0]) for b in layout.blocks)),
+                     np.int64)
+    for (dr, dc, first, c0, c1), (base, _, _) in zip(layout.blocks, pblocks):
+        width = c1 - c0
+        j = np.arange((layout.rows - dr) * width)
+        lower = (j // width) * layout.cols + c0 + j % width
+        slots[first:first + j.size] = base + lower
+    return slots
+
+
+def interleaved_order(m: int, chunk: int = 192, stride: int = 3) -> np.ndarray:
+    """0..m-1 in chunks, each chunk visited with a stride (int64).
+
+    Neighbouring springs of a grid row share a particle; adding into it spring after
+    spring chains each update on the one before (store-to-load latency). Visiting
+    every third spring of a chunk first makes consecutive updates independent while
+    the chunk stays in cache."""
+    idx = np.arange(m)
+    key = (idx // chunk) * chunk * stride + (idx % chunk) % stride * chunk + (idx % chunk)
+    return np.argsort(key, kind="stable").astype(np.int64)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def implicit_blocks(x, v, spring_a, spring_b, rest, k, c, slots, order, alpha, beta,
+                    force, kv, kv_clamped, b_exact, b_clamped):
+    """Everything a theta-method step needs from the springs, in one pass.
+
+    force (3, n): spring + damper forces (zeroed first); kv, kv_clamped (3, n):
+    Ks_graph v (exact, and with the transverse term clamped at >= 0); b_exact,
+    b_clamped (6, E): alpha Ks + beta c n n^T per padded edge slot (slots[s] for spring
+    s; other slots are left as they are, zero). Same formulas as stiffness_blocks and
+    spring_forces, in float64. Springs are visited in ``order`` (see interleaved_order).
+    """
+    force[:] = 0.0
+    kv[:] = 0.0
+    kv_clamped[:] = 0.0
+    for t in range(order.shape[0]):
+        s = order[t]
+        i = spring_a[s]
+        j = spring_b[s]
+        e = slots[s]
+        dx = np.float64(x[i, 0]) - x[j, 0]
+        dy = np.float64(x[i, 1]) - x[j, 1]
+        dz = np.float64(x[i, 2]) - x[j, 2]
+        length = np.sqrt(dx * dx + dy * dy + dz * dz)
+        if length < MIN_LENGTH:
+            for q in range(6):
+                b_exact[q, e] = 0.0
+                b_clamped[q, e] = 0.0
+            continue
+        inv = 1.0 / length
+        nx = dx * inv
+        ny = dy * inv
+        nz = dz * inv
+        ux = np.float64(v[i, 0]) - v[j, 0]
+        uy = np.float64(v[i, 1]) - v[j, 1]
+        uz = np.float64(v[i, 2]) - v[j, 2]
+        ks = np.float64(k[s])
+        cs = np.float64(c[s])
+        un = ux * nx + uy * ny + uz * nz
+        mag = -ks * (length - rest[s]) - cs * un
+        force[0, i] += mag * nx
+        force[1, i] += mag * ny
+        force[2, i] += mag * nz
+        force[0, j] -= mag * nx
+        force[1, j] -= mag * ny
+        force[2, j] -= mag * nz
+        damp = beta * cs
+        dxx = damp * nx * nx
+        dyy = damp * ny * ny
+        dzz = damp * nz * nz
+        dxy = damp * nx * ny
+        dxz = damp * nx * nz
+        dyz = damp * ny * nz
+        # Ks = k [(1 - t) n n^T + t I] with t the transverse factor 1 - L / l
+        transverse = 1.0 - rest[s] * inv
+        axial = ks * (1.0 - transverse)
+        tr = ks * transverse
+        kxx = axial * nx * nx + tr
+        kyy = axial * ny * ny + tr
+        kzz = axial * nz * nz + tr
+        kxy = axial * nx * ny
+        kxz = axial * nx * nz
+        kyz = axial * ny * nz
+        qx = kxx * ux + kxy * uy + kxz * uz
+        qy = kxy * ux + kyy * uy + kyz * uz
+        qz = kxz * ux + kyz * uy + kzz * uz
+        kv[0, i] += qx
+        kv[1, i] += qy
+        kv[2, i] += qz
+        kv[0, j] -= qx
+        kv[1, j] -= qy
+        kv[2, j] -= qz
+        b_exact[0, e] = alpha * kxx + dxx
+        b_exact[1, e] = alpha * kyy + dyy
+        b_exact[2, e] = alpha * kzz + dzz
+        b_exact[3, e] = alpha * kxy + dxy
+        b_exact[4, e] = alpha * kxz + dxz
+        b_exact[5, e] = alpha * kyz + dyz
+        if transverse < 0.0:  # compressed: the clamped version drops the transverse term
+            kxx = ks * nx * nx
+            kyy = ks * ny * ny
+            kzz = ks * nz * nz
+            kxy = ks * nx * ny
+            kxz = ks * nx * nz
+            kyz = ks * ny * nz
+            qx = kxx * ux + kxy * uy + kxz * uz
+            qy = kxy * ux + kyy * uy + kyz * uz
+            qz = kxz * ux + kyz * uy + kzz * uz
+        kv_clamped[0, i] += qx
+        kv_clamped[1, i] += qy
+        kv_clamped[2, i] += qz
+        kv_clamped[0, j] -= qx
+        kv_clamped[1, j] -= qy
+        kv_clamped[2, j] -= qz
+        b_clamped[0, e] = alpha * kxx + dxx
+        b_clamped[1, e] = alpha * kyy + dyy
+        b_clamped[2, e] = alpha * kzz + dzz
+        b_clamped[3, e] = alpha * kxy + dxy
+        b_clamped[4, e] = alpha * kxz + dxz
+        b_clamped[5, e] = alpha * kyz + dyz
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
+    """y = A x on a grid level: A = blockdiag(diag) + the graph Laplacian of the edge blocks.
+
+    x, y, temp (3, n + pad); diag (6, n) symmetric node blocks; edges (6, E) padded
+    layout with pblocks (nb, 3) = (base, count, shift); rows of fixed nodes are zero.
+    """
+    n = fixed.shape[0]
+    x0 = x[0]
+    x1 = x[1]
+    x2 = x[2]
+    y0 = y[0]
+    y1 = y[1]
+    y2 = y[2]
+    d0 = diag[0]
+    d1 = diag[1]
+    d2 = diag[2]
+    d3 = diag[3]
+    d4 = diag[4]
+    d5 = diag[5]
+    for i in range(n):
+        y0[i] = d0[i] * x0[i] + d3[i] * x1[i] + d4[i] * x2[i]
+        y1[i] = d3[i] * x0[i] + d1[i] * x1[i] + d5[i] * x2[i]
+        y2[i] = d4[i] * x0[i] + d5[i] * x1[i] + d2[i] * x2[i]
+    for i in range(n, y0.shape[0]):
+        y0[i] = 0.0
+        y1[i] = 0.0
+        y2[i] = 0.0
+    for o in range(pblocks.shape[0]):
+        base = pblocks[o, 0]
+        count = pblocks[o, 1]
+        shift = pblocks[o, 2]
+        b0 = edges[0, base:base + count]
+        b1 = edges[1, base:base + count]
+        b2 = edges[2, base:base + count]
+        b3 = edges[3, base:base + count]
+        b4 = edges[4, base:base + count]
+        b5 = edges[5, base:base + count]
+        xa0 = x0[:count]
+        xa1 = x1[:count]
+        xa2 = x2[:count]
+        xb0 = x0[shift:shift + count]
+        xb1 = x1[shift:shift + count]
+        xb2 = x2[shift:shift + count]
+        t0 = temp[0, :count]
+        t1 = temp[1, :count]
+        t2 = temp[2, :count]
+        for a in range(count):
+            q0 = xa0[a] - xb0[a]
+            q1 = xa1[a] - xb1[a]
+            q2 = xa2[a] - xb2[a]
+            t0[a] = b0[a] * q0 + b3[a] * q1 + b4[a] * q2
+            t1[a] = b3[a] * q0 + b1[a] * q1 + b5[a] * q2
+            t2[a] = b4[a] * q0 + b5[a] * q1 + b2[a] * q2
+        for d in range(3):
+            ya = y[d, :count]
+            yb = y[d, shift:shift + count]
+            td = temp[d, :count]
+            for a in range(count):
+                ya[a] += td[a]
+            for a in range(count):
+                yb[a] -= td[a]
+    for i in range(n):
+        if fixed[i]:
+            y0[i] = 0.0
+            y1[i] = 0.0
+            y2[i] = 0.0
+    for i in range(n, y0.shape[0]):
+        y0[i] = 0.0
+        y1[i] = 0.0
+        y2[i] = 0.0

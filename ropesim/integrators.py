@@ -42,10 +42,11 @@ from numba import njit, prange
 
 from . import parallel
 from .forces import (
-    MIN_LENGTH, edge_colouring, grid_accumulate, grid_layout, grid_load_row,
-    grid_spring_row, spring_forces, stiffness_blocks, system_product,
+    GRID_PAD, MIN_LENGTH, edge_colouring, grid_accumulate, grid_layout, grid_load_row,
+    grid_spring_row, implicit_blocks, interleaved_order, padded_edges, spring_forces, spring_slots,
+    stiffness_blocks, system_product,
 )
-from .solvers import NEGATIVE_CURVATURE, conjugate_gradient
+from .solvers import NEGATIVE_CURVATURE, GridMultigrid, conjugate_gradient, grid_pcg
 
 parallel.configure()
 
@@ -102,6 +103,22 @@ class StepData:
         self._implicit_ready = False
         self._n, self._m, self._dtype = n, m, dtype
         self._explicit_path = None
+        self._implicit_path = False  # not chosen yet
+
+    def grid(self):
+        """The structured-grid layout of the springs (forces.grid_layout), or None."""
+        if not hasattr(self, "_grid"):
+            self._grid = (grid_layout(self.spring_a, self.spring_b, self._n, self.grid_shape)
+                          if GRID_PATH and self._m else None)
+        return self._grid
+
+    def implicit_path(self):
+        """The multigrid solver of a grid system for the theta-method, or None (then the
+        Jacobi-preconditioned CG on the spring list is used)."""
+        if self._implicit_path is False:
+            layout = self.grid()
+            self._implicit_path = None if layout is None else _GridImplicit(self, layout)
+        return self._implicit_path
 
     def explicit_path(self):
         """The kernels the Euler integrators use for this system, chosen on first use:
@@ -135,6 +152,7 @@ class StepData:
 def _euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor):
     """One explicit or symplectic Euler update from forces f; returns max |v|^2."""
     max_speed_sq = 0.0
+    bad = 0.0
     for i in range(x.shape[0]):
         if fixed[i]:
             v[i, 0] = 0.0
@@ -152,9 +170,10 @@ def _euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor
                 v[i, d] += dt * accel
             v[i, d] *= damp_factor
         speed_sq = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2]
-        if not speed_sq <= max_speed_sq:  # also propagates NaN
+        if speed_sq > max_speed_sq:
             max_speed_sq = speed_sq
-    return max_speed_sq
+        bad += speed_sq * 0.0  # 0, or NaN once any speed is NaN or infinite
+    return max_speed_sq if bad == 0.0 else bad
 
 
 @njit(cache=True)
@@ -175,6 +194,7 @@ def _verlet_second_half(v, f, inv_mass, fixed, gravity, dt, damp_factor):
     """v += dt/2 a1 (second half kick) and drag; returns max |v|^2."""
     half = 0.5 * dt
     max_speed_sq = 0.0
+    bad = 0.0
     for i in range(v.shape[0]):
         if fixed[i]:
             v[i, 0] = 0.0
@@ -185,9 +205,10 @@ def _verlet_second_half(v, f, inv_mass, fixed, gravity, dt, damp_factor):
         for d in range(3):
             v[i, d] = (v[i, d] + half * (f[i, d] * w + gravity[d])) * damp_factor
         speed_sq = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2]
-        if not speed_sq <= max_speed_sq:
+        if speed_sq > max_speed_sq:
             max_speed_sq = speed_sq
-    return max_speed_sq
+        bad += speed_sq * 0.0  # 0, or NaN once any speed is NaN or infinite
+    return max_speed_sq if bad == 0.0 else bad
 
 
 @njit(cache=True)
@@ -205,6 +226,7 @@ def _theta_rhs(f, mass, gravity, stiff_v, fixed, dt, theta, rhs):
 def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
     """v1 = v0 + dv, x1 = x0 + dt (v0 + theta dv), then drag; returns max |v|^2."""
     max_speed_sq = 0.0
+    bad = 0.0
     for i in range(x.shape[0]):
         if fixed[i]:
             v[i, 0] = 0.0
@@ -215,9 +237,10 @@ def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
             x[i, d] += dt * (v[i, d] + theta * dv[i, d])
             v[i, d] = (v[i, d] + dv[i, d]) * damp_factor
         speed_sq = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2]
-        if not speed_sq <= max_speed_sq:
+        if speed_sq > max_speed_sq:
             max_speed_sq = speed_sq
-    return max_speed_sq
+        bad += speed_sq * 0.0  # 0, or NaN once any speed is NaN or infinite
+    return max_speed_sq if bad == 0.0 else bad
 
 
 # --- fast paths of the Euler integrators ------------------------------------------------
@@ -643,15 +666,105 @@ class _GridPath:
 
 def _choose_explicit_path(d: StepData):
     n, m = d.x.shape[0], d.spring_a.shape[0]
-    if GRID_PATH and m:
-        layout = grid_layout(d.spring_a, d.spring_b, n, d.grid_shape)
-        if layout is not None:
-            return _GridPath(d, layout)
+    layout = d.grid()
+    if layout is not None:
+        return _GridPath(d, layout)
     if m >= COLOURED_MIN_SPRINGS:
         colouring = edge_colouring(d.spring_a, d.spring_b, n)
         if colouring is not None:
             return _ColouredPath(d, *colouring)
     return _PlainPath()
+
+
+# --- the theta-method on structured grids ---------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _grid_theta_rhs(force, mass, gravity, kv, fixed, dt, theta, rhs):
+    """rhs = dt (f0 + m g) - theta dt^2 Ks_graph v0, (3, n) structure-of-arrays, float64."""
+    for d in range(3):
+        g = np.float64(gravity[d])
+        for i in range(mass.shape[0]):
+            if fixed[i]:
+                rhs[d, i] = 0.0
+            else:
+                rhs[d, i] = dt * (force[d, i] + mass[i] * g) - theta * dt * dt * kv[d, i]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _grid_theta_update(x, v, dv, fixed, dt, theta, damp_factor):
+    """v1 = v0 + dv, x1 = x0 + dt (v0 + theta dv), then drag (dv (3, n)); max |v|^2."""
+    max_speed_sq = 0.0
+    bad = 0.0
+    for i in range(x.shape[0]):
+        if fixed[i]:
+            v[i, 0] = 0.0
+            v[i, 1] = 0.0
+            v[i, 2] = 0.0
+            continue
+        for d in range(3):
+            x[i, d] += dt * (v[i, d] + theta * dv[d, i])
+            v[i, d] = (v[i, d] + dv[d, i]) * damp_factor
+        speed_sq = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2]
+        if speed_sq > max_speed_sq:
+            max_speed_sq = speed_sq
+        bad += speed_sq * 0.0  # 0, or NaN once any speed is NaN or infinite
+    return max_speed_sq if bad == 0.0 else bad
+
+
+class _GridImplicit:
+    """The theta-method of a grid system: the same linear system as _theta_method (exact
+    Jacobian first, clamped on non-positive curvature), solved in float64 by CG with the
+    multigrid preconditioner of solvers.GridMultigrid; blocks in the padded edge layout."""
+
+    kind = "grid-multigrid"
+
+    def __init__(self, d: StepData, layout):
+        rows, cols = layout.rows, layout.cols
+        offsets = [(int(b[0]), int(b[1])) for b in layout.blocks]
+        self.pblocks = padded_edges(rows, cols, offsets)
+        self.slots = spring_slots(layout, self.pblocks)
+        self.order = interleaved_order(d.spring_a.shape[0])
+        self.mg = GridMultigrid(rows, cols, offsets)
+        edges = int(self.pblocks[:, 1].sum())
+        n = rows * cols
+        # rows padded by GRID_PAD so that no two rows are a multiple of 4 KiB apart
+        self.b_exact = np.zeros((6, edges + GRID_PAD))
+        self.b_clamped = np.zeros((6, edges + GRID_PAD))
+        self.force = np.zeros((3, n + GRID_PAD))
+        self.kv = np.zeros((3, n + GRID_PAD))
+        self.kv_clamped = np.zeros((3, n + GRID_PAD))
+        self.op_diag = np.zeros((6, n + GRID_PAD))
+        vec = (3, n + GRID_PAD)
+        self.rhs, self.dv, self.r, self.z, self.p, self.ap, self.temp = (
+            np.zeros(vec) for _ in range(7))
+
+    def step(self, d: StepData, dt: float, theta: float) -> float:
+        alpha = theta * theta * dt * dt
+        beta = theta * dt
+        implicit_blocks(d.x, d.v, d.spring_a, d.spring_b, d.rest, d.k, d.c, self.slots,
+                        self.order, alpha, beta, self.force, self.kv, self.kv_clamped, self.b_exact,
+                        self.b_clamped)
+        self.op_diag[:3, :d.mass.shape[0]] = d.mass
+        self.mg.setup(d.mass, d.fixed, self.b_clamped)
+        stats = d.stats
+        mg = self.mg.arrays()
+        for clamp in (False, True):
+            _grid_theta_rhs(self.force, d.mass, d.gravity,
+                            self.kv_clamped if clamp else self.kv, d.fixed, dt, theta, self.rhs)
+            status, iterations, residual = grid_pcg(
+                self.rhs, self.op_diag, self.b_clamped if clamp else self.b_exact,
+                self.pblocks, d.fixed, self.dv, self.r, self.z, self.p, self.ap, self.temp,
+                d.cg_tolerance, d.cg_max_iterations, *mg)
+            stats.total_iterations += iterations
+            if status != NEGATIVE_CURVATURE:
+                break
+            stats.fallback_steps += 1
+        stats.iterations = iterations
+        stats.residual = residual
+        stats.converged = residual <= d.cg_tolerance
+        stats.implicit_steps += 1
+        return _grid_theta_update(d.x, d.v, self.dv, d.fixed, dt, theta, np.exp(-d.drag * dt))
 
 
 # --- integrators ---------------------------------------------------------------------
@@ -679,6 +792,9 @@ def verlet(d: StepData, dt: float) -> float:
 
 
 def _theta_method(d: StepData, dt: float, theta: float) -> float:
+    grid = d.implicit_path()
+    if grid is not None:
+        return grid.step(d, dt, theta)
     d.implicit_work()
     _compute_forces(d)
     alpha = theta * theta * dt * dt
