@@ -279,12 +279,21 @@ def grid_layout(spring_a, spring_b, n_particles: int, grid_shape=None) -> GridLa
     if grid_shape is not None:
         candidates = [int(grid_shape[1])]
     else:
-        diffs = np.unique(np.abs(b - a)[: 1 << 16])
-        candidates = sorted({n} | {int(d) for d in diffs[:32] if d >= 2 and n % d == 0},
-                            reverse=True)
+        # index differences of grid springs are dr * cols + dc: try each difference, its
+        # half (dr = 2) and the mean of two (dc = +1 and -1), widest first
+        diffs = [int(d) for d in np.unique(np.abs(b - a)[: 1 << 16])[:24]]
+        guesses = set(diffs) | {d // 2 for d in diffs if d % 2 == 0}
+        guesses |= {(p + q) // 2 for p in diffs for q in diffs if p < q and (p + q) % 2 == 0}
+        candidates = sorted({n} | {g for g in guesses if 2 <= g and n % g == 0}, reverse=True)
+    sample = slice(0, 4096)
     for cols in candidates:
         if cols < 2 or n % cols:
             continue
+        ra, ca = np.divmod(a[sample], cols)
+        rb, cb = np.divmod(b[sample], cols)
+        if (np.abs(ra - rb).max() > GRID_MAX_OFFSET
+                or np.abs(ca - cb).max() > GRID_MAX_OFFSET):
+            continue  # cheap rejection on a sample before the full check
         layout = _grid_layout_for(a, b, n // cols, cols)
         if layout is not None:
             return layout

@@ -1,0 +1,311 @@
+"""The fast kernel paths (issue 5) give the physics of the plain kernels.
+
+Structured-grid explicit sweep, its parallel row bands, the edge-coloured scatter, the
+multigrid-preconditioned implicit solver and the serial/parallel chooser: each is
+checked against the plain spring-list kernels or against itself, never timed.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import ropesim as rs
+from ropesim import integrators, parallel
+from ropesim.forces import edge_colouring, grid_layout
+from ropesim.model import SpringSystem
+from ropesim.solvers import GridMultigrid, mg_vcycle
+
+
+def standard_cloth(n, stiffness_scale=1.0):
+    """The benchmark workload (benchmarks/workload.py), built here without the benchmarks."""
+    h = 1.0 / (n - 1)
+    i = np.arange(n * n)
+    r, c = np.divmod(i, n)
+    pos = np.stack([c * h, np.zeros(n * n), r * h], axis=1)
+    pos += 0.05 * h * np.stack([np.sin(1.7 * i), np.sin(2.3 * i + 1), np.sin(3.1 * i + 2)], 1)
+    ids = i.reshape(n, n)
+    pairs, rest = [], []
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1), (0, 2), (2, 0)):
+        c0, c1 = max(0, -dc), n - max(0, dc)
+        a, b = ids[: n - dr, c0:c1], ids[dr:, c0 + dc : c1 + dc]
+        pairs.append(np.column_stack([a.ravel(), b.ravel()]))
+        rest.append(np.full(a.size, h * np.hypot(dr, dc)))
+    m = 1.0 / (n * n)
+    return SpringSystem(pos, np.concatenate(pairs), np.concatenate(rest), mass=m,
+                        stiffness=1e4 * m * stiffness_scale, damping=10 * m,
+                        pinned=[0, n - 1], grid_shape=(n, n))
+
+
+def run(system, steps, grid=True, mode="auto", **kw):
+    old_grid, old_mode = integrators.GRID_PATH, parallel.get_mode()
+    integrators.GRID_PATH = grid
+    parallel.set_mode(mode)
+    try:
+        sim = rs.Simulation(system, **kw)
+        sim.step(steps)
+    finally:
+        integrators.GRID_PATH = old_grid
+        parallel.set_mode(old_mode)
+    return sim
+
+
+# --- recognising grids ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(plane="xz"), dict(bend=False),
+                                dict(shear=False, bend=False), dict(structural=False)])
+def test_builder_cloths_are_grids(kw):
+    system = rs.cloth(7, 5, 0.1, **kw)
+    layout = grid_layout(system.springs[:, 0], system.springs[:, 1], system.n_particles)
+    assert layout is not None and (layout.rows, layout.cols) == (5, 7)
+    assert sum((b[4] - b[3]) * (layout.rows - b[0]) for b in layout.blocks) == system.n_springs
+
+
+def test_rope_is_a_one_row_grid_and_shuffled_springs_are_not():
+    rope = rs.rope(20, 1.0)
+    layout = grid_layout(rope.springs[:, 0], rope.springs[:, 1], rope.n_particles)
+    assert layout is not None and layout.rows == 1
+    cloth = standard_cloth(8)
+    order = np.random.default_rng(1).permutation(cloth.n_springs)
+    springs = cloth.springs[order]
+    assert grid_layout(springs[:, 0], springs[:, 1], cloth.n_particles) is None
+    flipped = cloth.springs[:, ::-1]  # either end first is fine
+    assert grid_layout(flipped[:, 0], flipped[:, 1], cloth.n_particles) is not None
+    net = rs.random_network(30, seed=3) if "random_network" in dir(rs) else None
+    if net is not None:
+        assert grid_layout(net.springs[:, 0], net.springs[:, 1], net.n_particles) is None
+
+
+def test_paths_are_chosen_by_structure():
+    sim = rs.Simulation(standard_cloth(16), dt=1 / 600)
+    assert sim._data.explicit_path().kind == "grid"
+    shuffled = standard_cloth(16)
+    order = np.random.default_rng(0).permutation(shuffled.n_springs)
+    shuffled = SpringSystem(shuffled.positions, shuffled.springs[order],
+                            shuffled.rest_lengths[order], mass=shuffled.mass,
+                            stiffness=shuffled.stiffness[order], damping=shuffled.damping[order],
+                            pinned=shuffled.pinned)
+    assert rs.Simulation(shuffled, dt=1 / 600)._data.explicit_path().kind == "plain"
+
+
+# --- explicit grid sweep -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("integrator", ["symplectic_euler", "explicit_euler"])
+def test_grid_sweep_matches_plain_scatter(integrator):
+    system = rs.cloth(12, 9, 0.05, plane="xz")
+    kw = dict(dt=2e-4, integrator=integrator, drag=0.3)
+    a = run(system, 200, grid=True, **kw)
+    b = run(system, 200, grid=False, **kw)
+    assert a._data.explicit_path().kind == "grid" and b._data.explicit_path().kind == "plain"
+    np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.velocities, b.velocities, rtol=0, atol=1e-8)
+
+
+def test_grid_sweep_sees_live_edits_pins_and_grabs():
+    system = rs.cloth(10, 10, 0.05)
+    sims = []
+    for grid in (True, False):
+        old = integrators.GRID_PATH
+        integrators.GRID_PATH = grid
+        try:
+            sim = rs.Simulation(system, dt=2e-4)
+            sim.step(20)
+            sim.set_stiffness(sim.stiffness * 1.5)
+            sim.stiffness[:7] *= 0.5  # written through the live view
+            sim.pin(55)
+            sim.grab(33, sim.positions[33] + [0.0, 0.05, 0.02])
+            sim.step(50)
+            sim.release()
+            sim.step(20)
+        finally:
+            integrators.GRID_PATH = old
+        sims.append(sim)
+    np.testing.assert_allclose(sims[0].positions, sims[1].positions, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_parallel_bands_give_identical_bits(dtype):
+    system = standard_cloth(48)
+    serial = run(system, 30, mode="serial", dt=1 / 600, dtype=dtype)
+    par = run(system, 30, mode="parallel", dt=1 / 600, dtype=dtype)
+    assert np.array_equal(serial.positions, par.positions)
+    assert np.array_equal(serial.velocities, par.velocities)
+
+
+@pytest.mark.parametrize("bands", [[0, 48], [0, 24, 48], [0, 9, 30, 48], [0, 3, 6, 9, 12, 48]])
+def test_any_band_split_gives_the_serial_bits(bands):
+    sim = rs.Simulation(standard_cloth(48), dt=1 / 600, dtype=np.float32)
+    sim.step(5)
+    path = sim._data.explicit_path()
+    d = sim._data
+    t = np.float32
+    x0, v0 = d.x.copy(), d.v.copy()
+    path._bands(8)
+    ref = integrators._grid_euler(
+        d.x, d.v, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity, t(1 / 600), t(1.0),
+        t(1e-12), t(1.0), True, path.rows, path.cols, path.blocks, path.max_dr, path.windows,
+        path.temps, path.speeds, path.speed_bits)
+    x1, v1 = d.x.copy(), d.v.copy()
+    d.x[:], d.v[:] = x0, v0
+    b = np.array(bands, np.int64)
+    got = integrators._grid_euler_parallel(
+        d.x, d.v, path.gx, path.gv, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity,
+        t(1 / 600), t(1.0), t(1e-12), t(1.0), True, path.rows, path.cols, path.blocks,
+        path.max_dr, path.windows, path.temps, path.speeds, path.speed_bits, b,
+        np.zeros((b.size - 1, 2), np.float32))
+    assert got == ref
+    assert np.array_equal(d.x, x1) and np.array_equal(d.v, v1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_grid_sweep_reports_non_finite_speeds(dtype, bad):
+    sim = rs.Simulation(standard_cloth(20), dt=1 / 600, dtype=dtype)
+    sim.step(2)
+    sim.velocities[123, 0] = bad
+    with pytest.raises(rs.SimulationDiverged, match="non-finite"):
+        sim.step(1)
+
+
+def test_max_speed_of_the_grid_sweep_is_exact():
+    sim = rs.Simulation(standard_cloth(20), dt=1 / 600)
+    sim.step(3)
+    speed_sq = sim._data.explicit_path().euler(sim._data, 1 / 600, True)
+    assert speed_sq == pytest.approx(float((sim.velocities ** 2).sum(axis=1).max()), rel=1e-12)
+
+
+# --- edge-coloured scatter -------------------------------------------------------------------------
+
+
+def test_edge_colouring_is_proper_and_complete():
+    system = standard_cloth(12)
+    order, starts = edge_colouring(system.springs[:, 0], system.springs[:, 1], system.n_particles)
+    assert np.array_equal(np.sort(order), np.arange(system.n_springs))
+    for q in range(starts.size - 1):
+        members = order[starts[q]:starts[q + 1]]
+        ends = system.springs[members].ravel()
+        assert np.unique(ends).size == ends.size  # no particle twice in a colour
+
+
+def test_coloured_path_serial_equals_parallel_and_matches_plain(monkeypatch):
+    monkeypatch.setattr(integrators, "COLOURED_MIN_SPRINGS", 100)
+    system = standard_cloth(24)
+    kw = dict(dt=1 / 600, grid=False)
+    serial = run(system, 40, mode="serial", **kw)
+    par = run(system, 40, mode="parallel", **kw)
+    assert serial._data.explicit_path().kind == "coloured"
+    assert np.array_equal(serial.positions, par.positions)
+    monkeypatch.setattr(integrators, "COLOURED_MIN_SPRINGS", 10 ** 9)
+    plain = run(system, 40, **kw)
+    assert plain._data.explicit_path().kind == "plain"
+    np.testing.assert_allclose(serial.positions, plain.positions, rtol=0, atol=1e-10)
+
+
+# --- implicit: multigrid-preconditioned CG ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("integrator", ["backward_euler", "implicit_midpoint"])
+def test_multigrid_solver_matches_jacobi_cg(integrator):
+    system = standard_cloth(24, stiffness_scale=50.0)
+    kw = dict(dt=1 / 60, integrator=integrator, cg_tolerance=1e-10, cg_max_iterations=5000)
+    a = run(system, 12, grid=True, **kw)
+    b = run(system, 12, grid=False, **kw)
+    assert a._data.implicit_path() is not None and b._data.implicit_path() is None
+    np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=1e-7)
+    assert a.solver_stats.converged
+    assert a.solver_stats.total_iterations < b.solver_stats.total_iterations / 4
+    assert a.solver_stats.fallback_steps == b.solver_stats.fallback_steps
+
+
+def test_multigrid_implicit_with_pins_grab_and_float32():
+    system = rs.cloth(20, 14, 0.05)
+    sims = []
+    for grid in (True, False):
+        old = integrators.GRID_PATH
+        integrators.GRID_PATH = grid
+        try:
+            sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
+                                dtype=np.float32, cg_tolerance=1e-9)
+            sim.step(3)
+            sim.pin(100)
+            sim.grab(47, sim.positions[47] + [0.1, 0.1, 0.0])
+            sim.step(5)
+        finally:
+            integrators.GRID_PATH = old
+        sims.append(sim)
+    np.testing.assert_allclose(sims[0].positions, sims[1].positions, rtol=0, atol=2e-4)
+    assert np.all(np.isfinite(sims[0].positions))
+
+
+def test_multigrid_preconditioner_is_symmetric_positive_definite():
+    sim = rs.Simulation(standard_cloth(12, 100.0), dt=1 / 60, integrator="backward_euler")
+    sim.step(3)
+    mg = sim._data.implicit_path().mg
+    arrays = mg.arrays()
+    n = mg.nodes[0]
+    size = 3 * n
+    M = np.zeros((size, size))
+    B0 = mg.B[: 3 * mg.vec_off[1]].reshape(3, -1)
+    X0 = mg.X[: 3 * mg.vec_off[1]].reshape(3, -1)
+    free = np.repeat(sim._data.fixed == 0, 1)
+    for k in range(size):
+        B0[:] = 0.0
+        B0[k % 3, k // 3] = 1.0
+        mg_vcycle(*arrays)
+        M[:, k] = X0[:, :n].T.ravel()
+    keep = np.repeat(free, 3)
+    M = M[keep][:, keep]
+    np.testing.assert_allclose(M, M.T, atol=1e-6 * np.abs(M).max())
+    assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
+
+
+def test_multigrid_levels_halve_the_grid():
+    mg = GridMultigrid(64, 48, [(0, 1), (1, 0), (1, 1), (1, -1), (0, 2), (2, 0)])
+    assert mg.dims[0] == (64, 48) and mg.dims[1] == (32, 24)
+    assert mg.dims[-1][0] * mg.dims[-1][1] <= 16 or min(mg.dims[-1]) < 4
+
+
+# --- threading --------------------------------------------------------------------------------------
+
+
+def test_threading_is_configured_before_any_parallel_launch():
+    info = parallel.info()
+    assert info["mode"] in parallel.MODES
+    assert info["threads"] >= 1
+    if "OMP_WAIT_POLICY" not in os.environ:
+        assert os.environ.get("GOMP_SPINCOUNT") is not None
+
+
+def test_chooser_follows_the_faster_version(monkeypatch):
+    monkeypatch.setattr(parallel, "_mode", "auto")
+    clock = [0.0]
+    monkeypatch.setattr(parallel.time, "perf_counter", lambda: clock[0])
+    chooser = parallel.Chooser(probe=3, interval=1.0)
+    cost = {False: 1.0e-3, True: 0.4e-3}
+    picks = []
+    for _ in range(40):
+        use = chooser.parallel()
+        picks.append(use)
+        start = clock[0]
+        clock[0] += cost[use]
+        chooser.record(use, start)
+    assert chooser.best == 1 and all(picks[-10:])
+    cost[True] = 5e-3  # the machine got busy: parallel is now slower
+    for _ in range(600):
+        use = chooser.parallel()
+        start = clock[0]
+        clock[0] += cost[use]
+        chooser.record(use, start)
+    assert chooser.best == 0
+
+
+def test_forced_modes(monkeypatch):
+    chooser = parallel.Chooser()
+    monkeypatch.setattr(parallel, "_mode", "serial")
+    assert chooser.parallel() is False
+    monkeypatch.setattr(parallel, "_mode", "parallel")
+    assert chooser.parallel() is True
+    with pytest.raises(ValueError, match="mode"):
+        parallel.set_mode("fast")
