@@ -319,3 +319,15 @@ def test_warns_when_explicit_dt_is_far_above_the_stable_step():
         warnings.simplefilter("error")
         rs.Simulation(cloth, dt=0.005, integrator="backward_euler")  # implicit: no warning
         rs.Simulation(cloth, dt=0.5 * cloth.stable_dt())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(rs.INTEGRATORS))
+@pytest.mark.parametrize("builder", ["cloth", "rope"])
+def test_a_nan_anywhere_is_caught_as_divergence(builder, name, dtype):
+    system = rs.cloth(16, 16, 0.05) if builder == "cloth" else rs.rope(30, 1.0)
+    sim = rs.Simulation(system, dt=2e-4, integrator=name, dtype=dtype)
+    sim.step(3)
+    sim.velocities[5, 1] = np.nan  # e.g. a bad value written through the view
+    with pytest.raises(rs.SimulationDiverged, match="non-finite"):
+        sim.step(10)
