@@ -397,9 +397,10 @@ def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity,
 def _grid_euler(x, v, k, c, rest, inv_mass, fixed, gravity, dt, damp, tiny, one,
                 symplectic, rows, cols, blocks, max_dr, windows, temps, speeds, speed_bits):
     """Serial grid Euler step (one band: all rows); returns max |v|^2 (NaN if not finite)."""
-    max_sq, bad = _grid_band(0, 0, rows, x, v, x, v, k, c, rest, inv_mass, fixed, gravity,
-                             dt, damp, tiny, one, symplectic, rows, cols, blocks, max_dr,
-                             windows, temps, speeds, speed_bits)
+    first = rows - rows  # band 0 from row 0, as plain int64 (no literal specialisation)
+    max_sq, bad = _grid_band(first, first, rows, x, v, x, v, k, c, rest, inv_mass, fixed,
+                             gravity, dt, damp, tiny, one, symplectic, rows, cols, blocks,
+                             max_dr, windows, temps, speeds, speed_bits)
     return max_sq if bad == 0.0 else bad
 
 
@@ -423,9 +424,9 @@ def _grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt,
         _copy_rows(x, gx, lo, hi)
         _copy_rows(v, gv, lo, hi)
     for t in prange(nb):
-        m, b = _grid_band(t, bands[t], bands[t + 1], x, v, gx, gv, k, c, rest, inv_mass,
-                          fixed, gravity, dt, damp, tiny, one, symplectic, rows, cols,
-                          blocks, max_dr, windows, temps, speeds, speed_bits)
+        m, b = _grid_band(np.int64(t), bands[t], bands[t + 1], x, v, gx, gv, k, c, rest,
+                          inv_mass, fixed, gravity, dt, damp, tiny, one, symplectic, rows,
+                          cols, blocks, max_dr, windows, temps, speeds, speed_bits)
         results[t, 0] = m
         results[t, 1] = b
     max_sq = results[0, 0]

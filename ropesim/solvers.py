@@ -182,23 +182,36 @@ class GridMultigrid:
         self.T = np.zeros(3 * total_vec, dtype)
         nc = 3 * n[-1]
         self.factor = np.zeros((nc, nc))
-        self.fine_edges = self.edges[: 6 * (e[0] + GRID_PAD)].reshape(6, e[0] + GRID_PAD)
         self.schedule = cycle_schedule(self.levels)
+        self.scratch = np.zeros(3 * n[-1], dtype)
+
+        def views(flat, off, k):  # per-level (k, size) views of a flat array, as a tuple
+            return tuple(flat[k * off[l]:k * off[l + 1]].reshape(k, off[l + 1] - off[l])
+                         for l in range(self.levels))
+
+        self.edges_l = views(self.edges, self.edge_off, 6)
+        self.diag_l = views(self.diag, self.node_off, 6)
+        self.dinv_l = views(self.dinv, self.node_off, 6)
+        self.X_l, self.B_l, self.R_l, self.T_l = (
+            views(a, self.vec_off, 3) for a in (self.X, self.B, self.R, self.T))
+        self.fine_edges = self.edges_l[0]  # level 0 edge blocks, refreshed every solve
+        self._arrays = (self.schedule, self.omega, self.nodes, self.node_off, self.pb_off,
+                        self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
+                        self.agg, self.factor, self.X_l, self.B_l, self.R_l, self.T_l,
+                        self.scratch)
 
     def arrays(self):
-        """The flat arrays mg_vcycle and grid_pcg take, from ``schedule`` on."""
-        return (self.schedule, self.omega, self.nodes, self.node_off, self.vec_off, self.edge_off,
-                self.pb_off, self.pblocks, self.edges, self.diag, self.dinv, self.fixed,
-                self.agg, self.factor, self.X, self.B, self.R, self.T)
+        """The arguments mg_vcycle and grid_pcg take, from ``schedule`` on."""
+        return self._arrays
 
     def setup(self, mass, fixed, fine_edges=None) -> None:
         """Build every level from the level-0 edge blocks (``fine_edges``, copied into
         self.fine_edges, or already there) and the masses."""
         if fine_edges is not None:
             self.fine_edges[...] = fine_edges
-        _mg_setup(mass, fixed, self.levels, self.nodes, self.node_off, self.edge_off, self.pb_off,
-                  self.pblocks, self.edges, self.diag, self.dinv, self.fixed, self.agg,
-                  self.eco, self.factor)
+        _mg_setup(mass, fixed, self.levels, self.nodes, self.node_off, self.edge_off,
+                  self.pb_off, self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
+                  self.agg, self.eco, self.factor)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -217,17 +230,22 @@ def _inv3(a, b, c, d, e, f):
     return A * s, B * s, C * s, D * s, E * s, F * s
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _level(flat, off, l, k):
-    """The (k, size_l) block of level l in a flat per-level array (offsets in columns)."""
-    return flat[k * off[l]:k * off[l + 1]].reshape((k, off[l + 1] - off[l]))
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _assign(dst, src):
+    """dst[:, :] = src for 2-D arrays of the same shape, as a plain loop (numba's
+    array-to-array slice assignment compiles a few seconds of broadcasting code)."""
+    for d in range(dst.shape[0]):
+        for i in range(dst.shape[1]):
+            dst[d, i] = src[d, i]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, edges_flat,
-              diag_flat, dinv_flat, fixed, agg, eco, factor):
+def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, edges_l,
+              diag_l, dinv_l, fixed, agg, eco, factor):
+    """Refresh every level (Galerkin coarse operators, block-Jacobi inverses, coarsest
+    Cholesky factor) from level 0's edge blocks, the masses and the fixed flags."""
     n0 = mass.shape[0]
-    diag = _level(diag_flat, node_off, 0, 6)
+    diag = diag_l[0]
     for i in range(n0):
         fixed[i] = 0 if fixed0[i] == 0 else 1
         diag[0, i] = mass[i]
@@ -239,11 +257,11 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
     for l in range(levels):
         no = node_off[l]
         n = nodes[l]
-        diag = _level(diag_flat, node_off, l, 6)
-        dinv = _level(dinv_flat, node_off, l, 6)
-        edges = _level(edges_flat, edge_off, l, 6)
+        diag = diag_l[l]
+        dinv = dinv_l[l]
+        edges = edges_l[l]
         # node blocks with their edges: D = diag + sum of incident edge blocks
-        dinv[:, :] = diag
+        _assign(dinv, diag)
         for o in range(pb_off[l], pb_off[l + 1]):
             base = pblocks[o, 0]
             count = pblocks[o, 1]
@@ -268,8 +286,8 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
         # Galerkin coarse level
         nco = node_off[l + 1]
         nc = nodes[l + 1]
-        cdiag = _level(diag_flat, node_off, l + 1, 6)
-        cedges = _level(edges_flat, edge_off, l + 1, 6)
+        cdiag = diag_l[l + 1]
+        cedges = edges_l[l + 1]
         cdiag[:, :] = 0.0
         cedges[:, :] = 0.0
         for j in range(nc):
@@ -308,8 +326,8 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
     l = levels - 1
     no = node_off[l]
     n = nodes[l]
-    diag = _level(diag_flat, node_off, l, 6)
-    edges = _level(edges_flat, edge_off, l, 6)
+    diag = diag_l[l]
+    edges = edges_l[l]
     m = 3 * n
     factor[:, :] = 0.0
     for i in range(n):
@@ -375,13 +393,13 @@ def _jacobi(dinv, b, x, n, omega, add):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def _coarsest_solve(l, nodes, node_off, vec_off, fixed, factor, X_flat, B_flat, T_flat):
+def _coarsest_solve(l, nodes, node_off, fixed, factor, X_l, B_l, scratch):
     no = node_off[l]
     n = nodes[l]
     m = 3 * n
-    x = _level(X_flat, vec_off, l, 3)
-    b = _level(B_flat, vec_off, l, 3)
-    y = T_flat[3 * vec_off[l]:3 * vec_off[l] + m]  # scratch
+    x = X_l[l]
+    b = B_l[l]
+    y = scratch[:m]
     for i in range(n):
         for d in range(3):
             y[3 * i + d] = 0.0 if fixed[no + i] else b[d, i]
@@ -426,27 +444,25 @@ def cycle_schedule(levels: int, visits=(1, 2, 1)) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def mg_vcycle(schedule, omega, nodes, node_off, vec_off, edge_off, pb_off, pblocks,
-              edges_flat, diag_flat, dinv_flat, fixed, agg, factor, X_flat, B_flat, R_flat,
-              T_flat):
-    """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule) on the flat
-    arrays of a GridMultigrid."""
+def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l, dinv_l,
+              fixed, agg, factor, X_l, B_l, R_l, T_l, scratch):
+    """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule). The *_l
+    arguments are tuples of per-level arrays of a GridMultigrid (see its arrays())."""
     for step in range(schedule.shape[0]):
         op = schedule[step, 0]
         l = schedule[step, 1]
         no = node_off[l]
         n = nodes[l]
         if op == _SOLVE:
-            _coarsest_solve(l, nodes, node_off, vec_off, fixed, factor, X_flat, B_flat,
-                            T_flat)
+            _coarsest_solve(l, nodes, node_off, fixed, factor, X_l, B_l, scratch)
             continue
-        x = _level(X_flat, vec_off, l, 3)
-        b = _level(B_flat, vec_off, l, 3)
-        r = _level(R_flat, vec_off, l, 3)
+        x = X_l[l]
+        b = B_l[l]
+        r = R_l[l]
         if op == _PRE:
-            _jacobi(_level(dinv_flat, node_off, l, 6), b, x, n, omega, False)
+            _jacobi(dinv_l[l], b, x, n, omega, op == _POST)
         elif op == _PROLONG:
-            xc = _level(X_flat, vec_off, l + 1, 3)
+            xc = X_l[l + 1]
             for i in range(n):
                 if fixed[no + i]:
                     continue
@@ -455,11 +471,11 @@ def mg_vcycle(schedule, omega, nodes, node_off, vec_off, edge_off, pb_off, pbloc
                 x[1, i] += xc[1, j]
                 x[2, i] += xc[2, j]
         else:  # _RESTRICT or _POST: both start from the residual r = b - A x
-            grid_apply(x, _level(diag_flat, node_off, l, 6), _level(edges_flat, edge_off, l, 6),
+            grid_apply(x, diag_l[l], edges_l[l],
                        pblocks[pb_off[l]:pb_off[l + 1]], fixed[no:no + n],
-                       _level(T_flat, vec_off, l, 3), r)
+                       T_l[l], r)
             if op == _RESTRICT:
-                bc = _level(B_flat, vec_off, l + 1, 3)
+                bc = B_l[l + 1]
                 bc[:, :] = 0.0
                 for i in range(n):
                     j = agg[no + i]
@@ -470,7 +486,7 @@ def mg_vcycle(schedule, omega, nodes, node_off, vec_off, edge_off, pb_off, pbloc
                 for d in range(3):
                     for i in range(n):
                         r[d, i] = b[d, i] - r[d, i]
-                _jacobi(_level(dinv_flat, node_off, l, 6), r, x, n, omega, True)
+                _jacobi(dinv_l[l], r, x, n, omega, op == _POST)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False,
@@ -484,24 +500,24 @@ def _dot3(a, b, n):
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, tolerance,
-             max_iterations, schedule, omega, nodes, node_off, vec_off, edge_off, pb_off, pblocks,
-             edges, diag, dinv, mg_fixed, agg, factor, X, B, R, T):
+             max_iterations, schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag,
+             dinv, mg_fixed, agg, factor, X, B, R, T, scratch):
     """Multigrid-preconditioned CG for A dv = rhs on a grid (vectors (3, n + pad), zero at
     fixed nodes and in the pad). Same contract as conjugate_gradient: dv starts at 0;
     returns (status, iterations, relative residual |r| / |rhs|)."""
     n = fixed.shape[0]
-    B0 = _level(B, vec_off, 0, 3)
-    X0 = _level(X, vec_off, 0, 3)
+    B0 = B[0]
+    X0 = X[0]
     dv[:, :] = 0.0
-    r[:, :] = rhs
+    _assign(r, rhs)
     rhs_norm = np.sqrt(_dot3(r, r, n))
     if rhs_norm == 0.0:
         return CONVERGED, 0, 0.0
-    B0[:, :] = r
-    mg_vcycle(schedule, omega, nodes, node_off, vec_off, edge_off, pb_off, pblocks, edges, diag, dinv,
-              mg_fixed, agg, factor, X, B, R, T)
-    z[:, :] = X0
-    p[:, :] = z
+    _assign(B0, r)
+    mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv, mg_fixed,
+              agg, factor, X, B, R, T, scratch)
+    _assign(z, X0)
+    _assign(p, z)
     rz = _dot3(r, z, n)
     if not rz > 0.0:
         return NEGATIVE_CURVATURE, 0, 1.0
@@ -518,10 +534,10 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, t
         residual = np.sqrt(_dot3(r, r, n)) / rhs_norm
         if residual <= tolerance:
             return CONVERGED, it + 1, residual
-        B0[:, :] = r
-        mg_vcycle(schedule, omega, nodes, node_off, vec_off, edge_off, pb_off, pblocks, edges, diag,
-                  dinv, mg_fixed, agg, factor, X, B, R, T)
-        z[:, :] = X0
+        _assign(B0, r)
+        mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv,
+                  mg_fixed, agg, factor, X, B, R, T, scratch)
+        _assign(z, X0)
         rz_new = _dot3(r, z, n)
         if not rz_new > 0.0:
             return NEGATIVE_CURVATURE, it + 1, residual
