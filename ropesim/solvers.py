@@ -264,15 +264,16 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
         _assign(dinv, diag)
         for o in range(pb_off[l], pb_off[l + 1]):
             base = pblocks[o, 0]
-            count = pblocks[o, 1]
             shift = pblocks[o, 2]
-            for a in range(count):
-                b = a + shift
-                if b >= n:
-                    continue
-                for q in range(6):
-                    dinv[q, a] += edges[q, base + a]
-                    dinv[q, b] += edges[q, base + a]
+            cnt = min(pblocks[o, 1], n - shift)  # edges whose far end is a node
+            for q in range(6):
+                eq = edges[q, base:base + cnt]
+                da = dinv[q, :cnt]
+                db = dinv[q, shift:shift + cnt]
+                for a in range(cnt):
+                    da[a] += eq[a]
+                for a in range(cnt):
+                    db[a] += eq[a]
         for i in range(n):
             if fixed[no + i]:
                 for q in range(6):
