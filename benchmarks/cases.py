@@ -189,7 +189,7 @@ def frame(p: dict) -> dict:
     n = int(p["n"])
     substeps = int(p.get("substeps", 10))
     dtype = np.dtype(p.get("dtype", "float32"))
-    system = rs.cloth(n, n, 1.0 / (n - 1), plane="xz")
+    system = cloth_system(n)  # the standard cloth, with triangles for the surface normals
     sim = rs.Simulation(system, dt=DT, dtype=dtype, substeps=substeps)
     out = {"n": n, "substeps": substeps, "dtype": dtype.name}
     renderer = None

@@ -70,6 +70,14 @@ def cloth_arrays(n: int) -> ClothArrays:
     )
 
 
+def cloth_triangles(n: int) -> np.ndarray:
+    """Two triangles per grid cell (for the viewer's normals; no effect on the physics)."""
+    ids = np.arange(n * n).reshape(n, n)
+    a = ids[:-1, :-1].ravel()
+    b, d = a + 1, a + n
+    return np.concatenate([np.column_stack([a, d, b]), np.column_stack([b, d, d + 1])])
+
+
 def cloth_system(n: int):
     """The workload as a ropesim SpringSystem."""
     from ropesim.model import SpringSystem
@@ -78,6 +86,7 @@ def cloth_system(n: int):
     return SpringSystem(
         a.positions, a.springs, a.rest, mass=a.mass, stiffness=a.stiffness,
         damping=a.damping, pinned=a.pinned, grid_shape=(n, n), name=f"cloth{n}",
+        triangles=cloth_triangles(n),
     )
 
 
