@@ -616,8 +616,11 @@ class _GridPath:
 
     def _scratch(self, bands: int) -> None:
         window = self.max_dr + 1
-        self.windows = np.zeros((bands, 3, window, 3, self.cols), self._dtype)
-        self.temps = np.zeros((bands, 3, self.cols), self._dtype)
+        # rows padded by 64 bytes: with a power-of-two row length (N = 512) every window
+        # row would fall into the same two L1 cache sets and evict the others
+        width = self.cols + 64 // self._dtype.itemsize
+        self.windows = np.zeros((bands, 3, window, 3, width), self._dtype)
+        self.temps = np.zeros((bands, 3, width), self._dtype)
         bits = np.int32 if self._dtype == np.float32 else np.int64
         self.speed_bits = np.zeros((bands, self.cols), bits)
         self.speeds = self.speed_bits.view(self._dtype)  # the same memory, as floats

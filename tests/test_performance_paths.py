@@ -62,6 +62,12 @@ def test_builder_cloths_are_grids(kw):
     assert sum((b[4] - b[3]) * (layout.rows - b[0]) for b in layout.blocks) == system.n_springs
 
 
+def test_large_grids_are_recognised_without_a_shape_hint():
+    system = rs.cloth(300, 250, 0.01)  # its first spring block alone is > 65536 springs
+    layout = grid_layout(system.springs[:, 0], system.springs[:, 1], system.n_particles)
+    assert layout is not None and (layout.rows, layout.cols) == (250, 300)
+
+
 def test_rope_is_a_one_row_grid_and_shuffled_springs_are_not():
     rope = rs.rope(20, 1.0)
     layout = grid_layout(rope.springs[:, 0], rope.springs[:, 1], rope.n_particles)
