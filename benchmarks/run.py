@@ -32,6 +32,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+if os.path.isfile(os.path.join(ROOT, "ropesim", "__init__.py")):
+    sys.path.insert(0, ROOT)  # in a source checkout, measure the code next to the benchmark
 
 from workload import SIZES, cloth_arrays  # noqa: E402
 
@@ -250,6 +252,14 @@ def machine() -> dict:
     import numba
     import numpy
 
+    import ropesim
+
+    info["ropesim"] = os.path.dirname(os.path.abspath(ropesim.__file__))
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                        capture_output=True, text=True).stdout.strip()
+    except OSError:
+        info["commit"] = ""
     info["numpy"] = numpy.__version__
     info["numba"] = numba.__version__
     for mod in ("warp", "taichi"):
@@ -302,7 +312,9 @@ def report(args, data) -> str:
         f"{mach.get('memory_gb', '?')} GB, L2 {mach.get('L2 cache', '?')}, "
         f"L3 {mach.get('L3 cache', '?')}; Python {mach['python']}, NumPy {mach['numpy']}, "
         f"numba {mach['numba']}, Warp {mach['warp']}, Taichi {mach['taichi']}. "
-        f"Threading: {data.get('threading', '?')}.")
+        f"Threading: {data.get('threading', '?')}. ropesim from "
+        f"{os.path.relpath(mach.get('ropesim', '?'), ROOT)}"
+        + (f" at commit {mach['commit']}" if mach.get("commit") else "") + ".")
     add("")
     add("Method: every figure comes from a fresh process; the processes of one round are "
         "interleaved (all implementations at one size, then the next size) and the order "
@@ -512,7 +524,8 @@ def implicit_section(data) -> str:
     add("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key, runs in data["implicit"].items():
         ok = [r for r in runs if "error" not in r]
-        dtype = key.replace(" 1e-06", ", 1e-6 (default)").replace(" ", ", ")
+        name, _, tol = key.partition(" ")
+        dtype = f"{name}, {tol} (default)" if tol == "1e-06" else f"{name}, {tol}"
         if not ok:
             add(f"| {dtype} | error: {runs[0].get('error')} |")
             continue
