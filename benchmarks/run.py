@@ -492,7 +492,8 @@ def bandwidth_section(data) -> str:
         ours = med.get(("ropesim-f32", n, "per_call"))
         add(f"| {n} | {t['particles']:,} | {t['springs']:,} | {t['minimum'] / 1e6:.2f} | "
             f"{bound:,.0f} | {t['grid'] / 1e6:.2f} | {t['ropesim'] / 1e6:.2f} | {fmt(ours)} | "
-            + (f"{ours * t['ropesim'] / 1e9:.1f} | {ours / bound:.2f} |" if ours else "– | – |"))
+            + (f"{ours * t['ropesim'] / 1e9:.1f} | {ours / bound:.2f} |" if ours
+               else "– | – |"))
     add("")
     if 256 in data.get("sizes", ()):
         t = traffic(256)
@@ -550,7 +551,8 @@ def implicit_section(data) -> str:
         se_call = median([r.get("se_second_per_call_s") for r in ok])
         r0 = ok[0]
         dt = r0.get("explicit_dt")
-        add(f"| {dtype} | {be:.3f} | {60 / be:.0f} | {median([r['cg_iterations_mean'] for r in ok]):.0f} | "
+        iters = median([r["cg_iterations_mean"] for r in ok])
+        add(f"| {dtype} | {be:.3f} | {60 / be:.0f} | {iters:.0f} | "
             f"{median([r['cg_last_solve_mean'] for r in ok]):.0f} / {r0['cg_last_solve_max']} | "
             f"{r0['fallback_steps']} / 60 | {'1/%d' % round(1 / dt) if dt else '–'} | "
             f"{fmt(se, 3)} / {fmt(se_call, 3)} | "

@@ -325,7 +325,8 @@ def grid_load_row(q, x, v, X, V, F, cols, window):
     F[s] = 0.0
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"}, inline="always")
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
 def grid_spring_row(X, V, T, k, c, rest, sa, sb, dc, c0, c1, first, tiny, one):
     """Forces of the springs (slot sa, column j) -> (slot sb, column j + dc), j in [c0, c1),
     on their first end, into T[:, c0:c1]; spring parameters from index ``first`` on.

@@ -3,7 +3,13 @@
 Every integrator is ``step(data: StepData, dt: float) -> float``: it advances the
 state arrays in ``data`` by dt seconds in place and returns the largest squared
 particle speed after the step (m^2/s^2), which the Simulation uses to catch a
-diverging run (NaN compares false, so a non-finite state is caught too).
+diverging run; it is NaN as soon as any speed is NaN or infinite, so a non-finite
+state is caught too (NaN compares false).
+
+Explicit and symplectic Euler run one fused kernel per step, chosen per system (see
+"fast paths" below: a structured-grid sweep for cloths, serial or in parallel bands
+with identical results); the implicit ones solve on grids with multigrid-preconditioned
+CG (solvers.GridMultigrid). Both give the physics of the plain kernels.
 
 Fixed particles (pinned, or grabbed by the user) are not moved by the integrator;
 their velocity is set to zero (the Simulation moves a grabbed particle itself).
@@ -77,6 +83,8 @@ class StepData:
 
     Shapes: x, v, force, work arrays (n, 3); spring_a, spring_b (m,) int32; rest, k, c (m,);
     mass, inv_mass (n,); fixed (n,) uint8 (1 = not moved by the integrator); gravity (3,).
+    grid_shape: (rows, cols) of a grid cloth, optional (the grid kernels infer it otherwise).
+    k, c, rest, mass, inv_mass, fixed and gravity are read live at every step.
     """
 
     x: np.ndarray
@@ -651,8 +659,8 @@ class _GridPath:
                 result = _grid_euler_parallel(
                     d.x, d.v, self.gx, self.gv, d.k, d.c, d.rest, d.inv_mass, d.fixed,
                     d.gravity, dt_t, damp, tiny, one, symplectic, self.rows, self.cols,
-                    self.blocks, self.max_dr, self.windows, self.temps, self.speeds, self.speed_bits, bands,
-                    self.results)
+                    self.blocks, self.max_dr, self.windows, self.temps, self.speeds,
+                    self.speed_bits, bands, self.results)
                 self.chooser.record(True, start)
                 return float(result)
             start = time.perf_counter()
@@ -747,7 +755,8 @@ class _GridImplicit:
         alpha = theta * theta * dt * dt
         beta = theta * dt
         implicit_blocks(d.x, d.v, d.spring_a, d.spring_b, d.rest, d.k, d.c, self.slots,
-                        self.order, alpha, beta, self.force, self.kv, self.kv_clamped, self.b_exact,
+                        self.order, alpha, beta, self.force, self.kv, self.kv_clamped,
+                        self.b_exact,
                         self.b_clamped)
         self.op_diag[:3, :d.mass.shape[0]] = d.mass
         self.mg.setup(d.mass, d.fixed, self.b_clamped)

@@ -158,9 +158,11 @@ class GridMultigrid:
         # every level's block is padded: rows of (k, size) arrays are then never a
         # multiple of 4 KiB apart (4K aliasing stalls loads behind unrelated stores)
         self.nodes = np.array(n, dtype=np.int64)
-        self.node_off = np.concatenate([[0], np.cumsum([k + GRID_PAD for k in n])]).astype(np.int64)
+        self.node_off = np.concatenate([[0], np.cumsum([k + GRID_PAD for k in n])]).astype(
+            np.int64)
         self.vec_off = self.node_off
-        self.edge_off = np.concatenate([[0], np.cumsum([k + GRID_PAD for k in e])]).astype(np.int64)
+        self.edge_off = np.concatenate([[0], np.cumsum([k + GRID_PAD for k in e])]).astype(
+            np.int64)
         self.pb_off = np.concatenate([[0], np.cumsum([len(pb) for pb in pbs])]).astype(np.int64)
         self.pblocks = np.concatenate([pb for pb in pbs]).astype(np.int64).reshape(-1, 3)
         # shift the bases of each level's blocks to flat edge indices? No: kernels slice

@@ -50,7 +50,7 @@ def run(system, steps, grid=True, mode="auto", **kw):
     return sim
 
 
-# --- recognising grids ---------------------------------------------------------------------------
+# --- recognising grids ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(plane="xz"), dict(bend=False),
@@ -95,7 +95,7 @@ def test_paths_are_chosen_by_structure():
     assert rs.Simulation(shuffled, dt=1 / 600)._data.explicit_path().kind == "plain"
 
 
-# --- explicit grid sweep -----------------------------------------------------------------------
+# --- explicit grid sweep ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("integrator", ["symplectic_euler", "explicit_euler"])
@@ -182,7 +182,7 @@ def test_max_speed_of_the_grid_sweep_is_exact():
     assert speed_sq == pytest.approx(float((sim.velocities ** 2).sum(axis=1).max()), rel=1e-12)
 
 
-# --- edge-coloured scatter -------------------------------------------------------------------------
+# --- edge-coloured scatter --------------------------------------------------------------------
 
 
 def test_edge_colouring_is_proper_and_complete():
@@ -209,7 +209,7 @@ def test_coloured_path_serial_equals_parallel_and_matches_plain(monkeypatch):
     np.testing.assert_allclose(serial.positions, plain.positions, rtol=0, atol=1e-10)
 
 
-# --- implicit: multigrid-preconditioned CG ---------------------------------------------------------
+# --- implicit: multigrid-preconditioned CG ----------------------------------------------------
 
 
 @pytest.mark.parametrize("integrator", ["backward_euler", "implicit_midpoint"])
@@ -273,7 +273,7 @@ def test_multigrid_levels_halve_the_grid():
     assert mg.dims[-1][0] * mg.dims[-1][1] <= 16 or min(mg.dims[-1]) < 4
 
 
-# --- threading --------------------------------------------------------------------------------------
+# --- threading --------------------------------------------------------------------------------
 
 
 def test_threading_is_configured_before_any_parallel_launch():
