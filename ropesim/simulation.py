@@ -112,7 +112,7 @@ class Simulation:
             spring_b=np.ascontiguousarray(system.springs[:, 1], dtype=np.int32),
             rest=system.rest_lengths.astype(dtype), k=system.stiffness.astype(dtype),
             c=system.damping.astype(dtype), mass=mass, inv_mass=(1.0 / mass).astype(dtype),
-            fixed=self._fixed, gravity=np.zeros(3, dtype),
+            fixed=self._fixed, gravity=np.zeros(3, dtype), grid_shape=system.grid_shape,
         )
         self._x_checkpoint = np.empty_like(self._x)
         self._v_checkpoint = np.empty_like(self._v)
