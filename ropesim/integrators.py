@@ -740,13 +740,17 @@ class _GridImplicit:
         self.mg = GridMultigrid(rows, cols, offsets)
         edges = int(self.pblocks[:, 1].sum())
         n = rows * cols
-        # rows padded by GRID_PAD so that no two rows are a multiple of 4 KiB apart
-        self.b_exact = np.zeros((6, edges + GRID_PAD))
-        self.b_clamped = np.zeros((6, edges + GRID_PAD))
+        # rows padded by GRID_PAD so that no two rows are a multiple of 4 KiB apart.
+        # The operator's blocks are kept in the simulation's precision: a float32 system's
+        # Jacobian is no more exact than float32 anyway, and float32 blocks halve the
+        # memory traffic of CG's product (which still multiplies and sums in float64)
+        op_dtype = np.float32 if d.x.dtype == np.float32 else np.float64
+        self.b_exact = np.zeros((6, edges + GRID_PAD), op_dtype)
+        self.b_clamped = np.zeros((6, edges + GRID_PAD), op_dtype)
         self.force = np.zeros((3, n + GRID_PAD))
         self.kv = np.zeros((3, n + GRID_PAD))
         self.kv_clamped = np.zeros((3, n + GRID_PAD))
-        self.op_diag = np.zeros((6, n + GRID_PAD))
+        self.op_diag = np.zeros((6, n + GRID_PAD), op_dtype)
         vec = (3, n + GRID_PAD)
         self.rhs, self.dv, self.r, self.z, self.p, self.ap, self.temp = (
             np.zeros(vec) for _ in range(7))
