@@ -484,7 +484,9 @@ class Renderer:
             self._draw_springs(opts, color)
         if opts.show_axes:
             self._draw_axes(opts.spring_width_px + 1.0)
-        self._draw_particles(opts, only_flagged=not particles_all)
+        # on a surface the plain particles are small markers, so the cloth stays readable
+        self._draw_particles(opts, only_flagged=not particles_all,
+                             plain_scale=0.55 if surface else 1.0)
         if opts.show_grid:
             self._draw_grid(ground)
         ctx.disable(moderngl.BLEND)
@@ -536,8 +538,10 @@ class Renderer:
             self._line_uniforms(width_px, color, False)
             self._axes_vao.render(moderngl.LINES, vertices=2, first=2 * axis)
 
-    def _draw_particles(self, opts: RenderOptions, only_flagged: bool) -> None:
+    def _draw_particles(self, opts: RenderOptions, only_flagged: bool,
+                        plain_scale: float = 1.0) -> None:
         prog = self.programs["particles"]
+        prog["u_plain_scale"].value = plain_scale
         prog["u_radius_m"].value = self.particle_radius
         prog["u_min_px"].value = float(opts.particle_min_px)
         prog["u_only_flagged"].value = bool(only_flagged)

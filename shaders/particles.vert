@@ -11,6 +11,7 @@ uniform vec2 u_viewport;       // px
 uniform float u_radius_m;      // particle radius, m
 uniform float u_min_px;        // smallest sprite diameter, px
 uniform bool u_only_flagged;   // draw only pinned / hovered / grabbed particles
+uniform float u_plain_scale;   // size of unflagged particles relative to u_radius_m
 uniform vec3 u_palette[4];     // sRGB: plain, pinned, hovered, grabbed
 
 flat out vec3 v_color;
@@ -23,7 +24,7 @@ void main() {
     vec4 view_pos = u_view * vec4(in_position, 1.0);
     v_center = view_pos.xyz;
     gl_Position = u_proj * view_pos;
-    float scale = 1.0;
+    float scale = u_plain_scale;
     v_color = u_palette[0];
     if ((in_flags & 1u) != 0u) { v_color = u_palette[1]; scale = 1.25; }
     if ((in_flags & 2u) != 0u) { v_color = u_palette[2]; scale = 1.6; }
