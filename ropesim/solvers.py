@@ -197,10 +197,11 @@ class GridMultigrid:
         self.X_l, self.B_l, self.R_l, self.T_l = (
             views(a, self.vec_off, 3) for a in (self.X, self.B, self.R, self.T))
         self.fine_edges = self.edges_l[0]  # level 0 edge blocks, refreshed every solve
+        self.cols = np.array([c for _, c in dims], dtype=np.int64)
         self._arrays = (self.schedule, self.omega, self.nodes, self.node_off, self.pb_off,
                         self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
                         self.agg, self.factor, self.X_l, self.B_l, self.R_l, self.T_l,
-                        self.scratch)
+                        self.scratch, self.cols)
 
     def arrays(self):
         """The arguments mg_vcycle and grid_pcg take, from ``schedule`` on."""
@@ -447,8 +448,45 @@ def cycle_schedule(levels: int, visits=(1, 2, 1)) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
+def _restrict(b, r, bc, n, cols):
+    """bc = P^T (b - r) on a rows x cols level (n nodes): the sum over each 2 x 2
+    aggregate, added in fine-node order; the pad of bc is zeroed."""
+    rows = n // cols
+    cc = (cols + 1) // 2
+    half = cols // 2
+    odd = cols % 2 == 1
+    for d in range(3):
+        bd = b[d]
+        rd = r[d]
+        cd = bc[d]
+        for J in range((rows + 1) // 2):
+            f0 = 2 * J * cols
+            o = J * cc
+            if 2 * J + 1 < rows:
+                f1 = f0 + cols
+                for K in range(half):
+                    a = f0 + 2 * K
+                    e = f1 + 2 * K
+                    cd[o + K] = (((bd[a] - rd[a]) + (bd[a + 1] - rd[a + 1]))
+                                 + (bd[e] - rd[e])) + (bd[e + 1] - rd[e + 1])
+                if odd:
+                    a = f0 + cols - 1
+                    e = f1 + cols - 1
+                    cd[o + half] = (bd[a] - rd[a]) + (bd[e] - rd[e])
+            else:
+                for K in range(half):
+                    a = f0 + 2 * K
+                    cd[o + K] = (bd[a] - rd[a]) + (bd[a + 1] - rd[a + 1])
+                if odd:
+                    a = f0 + cols - 1
+                    cd[o + half] = bd[a] - rd[a]
+        for j in range(((rows + 1) // 2) * cc, cd.shape[0]):
+            cd[j] = 0.0
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
 def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l, dinv_l,
-              fixed, agg, factor, X_l, B_l, R_l, T_l, scratch):
+              fixed, agg, factor, X_l, B_l, R_l, T_l, scratch, cols):
     """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule). The *_l
     arguments are tuples of per-level arrays of a GridMultigrid (see its arrays())."""
     for step in range(schedule.shape[0]):
@@ -478,13 +516,7 @@ def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l
                        pblocks[pb_off[l]:pb_off[l + 1]], fixed[no:no + n],
                        T_l[l], r)
             if op == _RESTRICT:
-                bc = B_l[l + 1]
-                bc[:, :] = 0.0
-                for i in range(n):
-                    j = agg[no + i]
-                    bc[0, j] += b[0, i] - r[0, i]
-                    bc[1, j] += b[1, i] - r[1, i]
-                    bc[2, j] += b[2, i] - r[2, i]
+                _restrict(b, r, B_l[l + 1], n, cols[l])
             else:
                 for d in range(3):
                     for i in range(n):
@@ -504,7 +536,7 @@ def _dot3(a, b, n):
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, tolerance,
              max_iterations, schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag,
-             dinv, mg_fixed, agg, factor, X, B, R, T, scratch):
+             dinv, mg_fixed, agg, factor, X, B, R, T, scratch, cols):
     """Multigrid-preconditioned CG for A dv = rhs on a grid (vectors (3, n + pad), zero at
     fixed nodes and in the pad). Same contract as conjugate_gradient: dv starts at 0;
     returns (status, iterations, relative residual |r| / |rhs|)."""
@@ -518,7 +550,7 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, t
         return CONVERGED, 0, 0.0
     _assign(B0, r)
     mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv, mg_fixed,
-              agg, factor, X, B, R, T, scratch)
+              agg, factor, X, B, R, T, scratch, cols)
     _assign(z, X0)
     _assign(p, z)
     rz = _dot3(r, z, n)
@@ -539,7 +571,7 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, t
             return CONVERGED, it + 1, residual
         _assign(B0, r)
         mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv,
-                  mg_fixed, agg, factor, X, B, R, T, scratch)
+                  mg_fixed, agg, factor, X, B, R, T, scratch, cols)
         _assign(z, X0)
         rz_new = _dot3(r, z, n)
         if not rz_new > 0.0:
