@@ -639,14 +639,28 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
             t0[a] = b0[a] * q0 + b3[a] * q1 + b4[a] * q2
             t1[a] = b3[a] * q0 + b1[a] * q1 + b5[a] * q2
             t2[a] = b4[a] * q0 + b5[a] * q1 + b2[a] * q2
+        # the scatter as one pass over y per component: node i gets + t[i] (the edge
+        # whose lower end it is), then - t[i - shift] (upper end), in the order of the
+        # two scatter passes this replaces (bit-identical), with a third fewer loads and
+        # stores. Writes past n (the pad) are skipped: the pad is zeroed below.
+        lo = max(count, shift)
+        hi = min(count + shift, n)
         for d in range(3):
-            ya = y[d, :count]
-            yb = y[d, shift:shift + count]
-            td = temp[d, :count]
-            for a in range(count):
-                ya[a] += td[a]
-            for a in range(count):
-                yb[a] -= td[a]
+            yd = y[d]
+            td = temp[d]
+            for i in range(min(shift, count)):
+                yd[i] += td[i]
+            if shift < count:
+                yb = yd[shift:count]
+                tq = td[shift:count]
+                tb = td[:count - shift]
+                for i in range(count - shift):
+                    yb[i] = (yb[i] + tq[i]) - tb[i]
+            if hi > lo:
+                ys = yd[lo:hi]
+                ts = td[lo - shift:hi - shift]
+                for i in range(hi - lo):
+                    ys[i] -= ts[i]
     for i in range(n):
         if fixed[i]:
             y0[i] = 0.0

@@ -104,7 +104,7 @@ class GridMultigrid:
     """The level structure of the V-cycle for a rows x cols grid with these spring offsets
     (built once per system; ``setup`` refreshes the operators every solve)."""
 
-    def __init__(self, rows: int, cols: int, offsets, omega: float = 0.7,
+    def __init__(self, rows: int, cols: int, offsets, omega: float = 0.9,
                  coarsest: int = 16, dtype=np.float32):
         # a preconditioner needs no more precision than float32 (CG itself runs in
         # float64): half the memory traffic of every V-cycle
@@ -371,6 +371,31 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
             for k in range(j):
                 t -= factor[i, k] * factor[j, k]
             factor[i, j] = t / s
+    # the inverse, from the factor: the coarsest solve (twice per cycle) is then one
+    # dense product instead of two dependent triangular sweeps
+    inv = np.empty((m, m))
+    y = np.empty(m)
+    for c in range(m):
+        for i in range(m):
+            y[i] = 1.0 if i == c else 0.0
+        for i in range(m):
+            s = y[i]
+            for k in range(i):
+                s -= factor[i, k] * y[k]
+            y[i] = s / factor[i, i]
+        for i in range(m - 1, -1, -1):
+            s = y[i]
+            for k in range(i + 1, m):
+                s -= factor[k, i] * y[k]
+            y[i] = s / factor[i, i]
+        for i in range(m):
+            inv[i, c] = y[i]
+    for i in range(m):  # symmetric: keep the exact mirror image
+        for c in range(i + 1, m):
+            inv[c, i] = inv[i, c]
+    for i in range(m):
+        for c in range(m):
+            factor[i, c] = inv[i, c]
 
 
 _SYM = np.array([[0, 3, 4], [3, 1, 5], [4, 5, 2]], dtype=np.int64)
@@ -396,8 +421,56 @@ def _jacobi(dinv, b, x, n, omega, add):
             x[2, i] = z2
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def _post_smooth(dinv, b, ax, x, n, omega):
+    """x += omega D^-1 (b - ax) over n nodes, in one pass (ax = A x on entry)."""
+    for i in range(n):
+        b0 = b[0, i] - ax[0, i]
+        b1 = b[1, i] - ax[1, i]
+        b2 = b[2, i] - ax[2, i]
+        x[0, i] += omega * (dinv[0, i] * b0 + dinv[3, i] * b1 + dinv[4, i] * b2)
+        x[1, i] += omega * (dinv[3, i] * b0 + dinv[1, i] * b1 + dinv[5, i] * b2)
+        x[2, i] += omega * (dinv[4, i] * b0 + dinv[5, i] * b1 + dinv[2, i] * b2)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False,
+      fastmath={"nsz", "contract", "reassoc"})
+def _cg_update(dv, r, p, ap, b, step, n):
+    """dv += step p, r -= step ap, b = r (the float32 input of the V-cycle), in one pass;
+    returns r.r."""
+    total = 0.0
+    for i in range(n):
+        r0 = r[0, i] - step * ap[0, i]
+        r1 = r[1, i] - step * ap[1, i]
+        r2 = r[2, i] - step * ap[2, i]
+        dv[0, i] += step * p[0, i]
+        dv[1, i] += step * p[1, i]
+        dv[2, i] += step * p[2, i]
+        r[0, i] = r0
+        r[1, i] = r1
+        r[2, i] = r2
+        b[0, i] = r0
+        b[1, i] = r1
+        b[2, i] = r2
+        total += r0 * r0 + r1 * r1 + r2 * r2
+    return total
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False,
+      fastmath={"nsz", "contract", "reassoc"})
+def _cg_direction(p, z, ratio, n):
+    """p = z + ratio p."""
+    for d in range(3):
+        pd = p[d]
+        zd = z[d]
+        for i in range(n):
+            pd[i] = zd[i] + ratio * pd[i]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False,
+      fastmath={"nsz", "contract", "reassoc"})
 def _coarsest_solve(l, nodes, node_off, fixed, factor, X_l, B_l, scratch):
+    """x = A^-1 b on the coarsest level (factor holds the dense inverse, see _mg_setup)."""
     no = node_off[l]
     n = nodes[l]
     m = 3 * n
@@ -407,19 +480,16 @@ def _coarsest_solve(l, nodes, node_off, fixed, factor, X_l, B_l, scratch):
     for i in range(n):
         for d in range(3):
             y[3 * i + d] = 0.0 if fixed[no + i] else b[d, i]
-    for i in range(m):
-        s = y[i]
-        for k in range(i):
-            s -= factor[i, k] * y[k]
-        y[i] = s / factor[i, i]
-    for i in range(m - 1, -1, -1):
-        s = y[i]
-        for k in range(i + 1, m):
-            s -= factor[k, i] * y[k]
-        y[i] = s / factor[i, i]
     for i in range(n):
         for d in range(3):
-            x[d, i] = 0.0 if fixed[no + i] else y[3 * i + d]
+            if fixed[no + i]:
+                x[d, i] = 0.0
+                continue
+            row = factor[3 * i + d]
+            s = 0.0
+            for k in range(m):
+                s += row[k] * y[k]
+            x[d, i] = s
 
 
 #: multigrid schedule operations
@@ -518,10 +588,7 @@ def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l
             if op == _RESTRICT:
                 _restrict(b, r, B_l[l + 1], n, cols[l])
             else:
-                for d in range(3):
-                    for i in range(n):
-                        r[d, i] = b[d, i] - r[d, i]
-                _jacobi(dinv_l[l], r, x, n, omega, op == _POST)
+                _post_smooth(dinv_l[l], b, r, x, n, omega)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False,
@@ -562,23 +629,16 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, t
         if not curvature > 0.0:
             return NEGATIVE_CURVATURE, it + 1, np.sqrt(_dot3(r, r, n)) / rhs_norm
         step = rz / curvature
-        for d in range(3):
-            for i in range(n):
-                dv[d, i] += step * p[d, i]
-                r[d, i] -= step * ap[d, i]
-        residual = np.sqrt(_dot3(r, r, n)) / rhs_norm
+        residual = np.sqrt(_cg_update(dv, r, p, ap, B0, step, n)) / rhs_norm
         if residual <= tolerance:
             return CONVERGED, it + 1, residual
-        _assign(B0, r)
         mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv,
                   mg_fixed, agg, factor, X, B, R, T, scratch, cols)
-        _assign(z, X0)
-        rz_new = _dot3(r, z, n)
+        # z = X level 0, read in place (its float32 -> float64 reads are exact)
+        rz_new = _dot3(r, X0, n)
         if not rz_new > 0.0:
             return NEGATIVE_CURVATURE, it + 1, residual
         ratio = rz_new / rz
         rz = rz_new
-        for d in range(3):
-            for i in range(n):
-                p[d, i] = z[d, i] + ratio * p[d, i]
+        _cg_direction(p, X0, ratio, n)
     return MAX_ITERATIONS, max_iterations, np.sqrt(_dot3(r, r, n)) / rhs_norm
