@@ -645,6 +645,16 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
         # stores. Writes past n (the pad) are skipped: the pad is zeroed below.
         lo = max(count, shift)
         hi = min(count + shift, n)
+        if count < 512:  # small (coarse multigrid) levels: two plain passes cost less
+            for d in range(3):
+                ya = y[d, :count]
+                yb = y[d, shift:shift + count]
+                td = temp[d, :count]
+                for a in range(count):
+                    ya[a] += td[a]
+                for a in range(count):
+                    yb[a] -= td[a]
+            continue
         for d in range(3):
             yd = y[d]
             td = temp[d]

@@ -421,18 +421,6 @@ def _jacobi(dinv, b, x, n, omega, add):
             x[2, i] = z2
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
-def _post_smooth(dinv, b, ax, x, n, omega):
-    """x += omega D^-1 (b - ax) over n nodes, in one pass (ax = A x on entry)."""
-    for i in range(n):
-        b0 = b[0, i] - ax[0, i]
-        b1 = b[1, i] - ax[1, i]
-        b2 = b[2, i] - ax[2, i]
-        x[0, i] += omega * (dinv[0, i] * b0 + dinv[3, i] * b1 + dinv[4, i] * b2)
-        x[1, i] += omega * (dinv[3, i] * b0 + dinv[1, i] * b1 + dinv[5, i] * b2)
-        x[2, i] += omega * (dinv[4, i] * b0 + dinv[5, i] * b1 + dinv[2, i] * b2)
-
-
 @njit(cache=True, error_model="numpy", boundscheck=False,
       fastmath={"nsz", "contract", "reassoc"})
 def _cg_update(dv, r, p, ap, b, step, n):
@@ -588,7 +576,10 @@ def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l
             if op == _RESTRICT:
                 _restrict(b, r, B_l[l + 1], n, cols[l])
             else:
-                _post_smooth(dinv_l[l], b, r, x, n, omega)
+                for d in range(3):
+                    for i in range(n):
+                        r[d, i] = b[d, i] - r[d, i]
+                _jacobi(dinv_l[l], r, x, n, omega, op == _POST)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False,
