@@ -227,7 +227,8 @@ def _theta_rhs(f, mass, gravity, stiff_v, fixed, dt, theta, rhs):
             if fixed[i]:
                 rhs[i, d] = 0.0
             else:
-                rhs[i, d] = dt * (f[i, d] + mass[i] * gravity[d]) - theta * dt * dt * stiff_v[i, d]
+                g = np.float64(gravity[d])
+                rhs[i, d] = dt * (f[i, d] + mass[i] * g) - theta * dt * dt * stiff_v[i, d]
 
 
 @njit(cache=True)
@@ -691,39 +692,6 @@ def _choose_explicit_path(d: StepData):
 # --- the theta-method on structured grids ---------------------------------------------------
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _grid_theta_rhs(force, mass, gravity, kv, fixed, dt, theta, rhs):
-    """rhs = dt (f0 + m g) - theta dt^2 Ks_graph v0, (3, n) structure-of-arrays, float64."""
-    for d in range(3):
-        g = np.float64(gravity[d])
-        for i in range(mass.shape[0]):
-            if fixed[i]:
-                rhs[d, i] = 0.0
-            else:
-                rhs[d, i] = dt * (force[d, i] + mass[i] * g) - theta * dt * dt * kv[d, i]
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _grid_theta_update(x, v, dv, fixed, dt, theta, damp_factor):
-    """v1 = v0 + dv, x1 = x0 + dt (v0 + theta dv), then drag (dv (3, n)); max |v|^2."""
-    max_speed_sq = 0.0
-    bad = 0.0
-    for i in range(x.shape[0]):
-        if fixed[i]:
-            v[i, 0] = 0.0
-            v[i, 1] = 0.0
-            v[i, 2] = 0.0
-            continue
-        for d in range(3):
-            x[i, d] += dt * (v[i, d] + theta * dv[d, i])
-            v[i, d] = (v[i, d] + dv[d, i]) * damp_factor
-        speed_sq = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2]
-        if speed_sq > max_speed_sq:
-            max_speed_sq = speed_sq
-        bad += speed_sq * 0.0  # 0, or NaN once any speed is NaN or infinite
-    return max_speed_sq if bad == 0.0 else bad
-
-
 class _GridImplicit:
     """The theta-method of a grid system: the same linear system as _theta_method (exact
     Jacobian first, clamped on non-positive curvature), solved in float64 by CG with the
@@ -767,8 +735,9 @@ class _GridImplicit:
         stats = d.stats
         mg = self.mg.arrays()
         for clamp in (False, True):
-            _grid_theta_rhs(self.force, d.mass, d.gravity,
-                            self.kv_clamped if clamp else self.kv, d.fixed, dt, theta, self.rhs)
+            # the grid arrays are (3, n) structure-of-arrays: the shared kernels take .T views
+            kv = self.kv_clamped if clamp else self.kv
+            _theta_rhs(self.force.T, d.mass, d.gravity, kv.T, d.fixed, dt, theta, self.rhs.T)
             status, iterations, residual = grid_pcg(
                 self.rhs, self.op_diag, self.b_clamped if clamp else self.b_exact,
                 self.pblocks, d.fixed, self.dv, self.r, self.z, self.p, self.ap, self.temp,
@@ -781,7 +750,7 @@ class _GridImplicit:
         stats.residual = residual
         stats.converged = residual <= d.cg_tolerance
         stats.implicit_steps += 1
-        return _grid_theta_update(d.x, d.v, self.dv, d.fixed, dt, theta, np.exp(-d.drag * dt))
+        return _theta_update(d.x, d.v, self.dv.T, d.fixed, dt, theta, np.exp(-d.drag * dt))
 
 
 # --- integrators ---------------------------------------------------------------------
