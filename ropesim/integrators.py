@@ -221,8 +221,11 @@ def _verlet_second_half(v, f, inv_mass, fixed, gravity, dt, damp_factor):
 
 @njit(cache=True)
 def _theta_rhs(f, mass, gravity, stiff_v, fixed, dt, theta, rhs):
-    """rhs = dt (f0 + m g) + theta dt^2 K v0, where stiff_v = Ks_graph v0 = -K v0."""
-    for i in range(f.shape[0]):
+    """rhs = dt (f0 + m g) + theta dt^2 K v0, where stiff_v = Ks_graph v0 = -K v0.
+
+    Over the particles of ``fixed`` only: the grid path passes padded arrays whose pad
+    rows must stay untouched (zero)."""
+    for i in range(fixed.shape[0]):
         for d in range(3):
             if fixed[i]:
                 rhs[i, d] = 0.0
@@ -741,7 +744,7 @@ class _GridImplicit:
             status, iterations, residual = grid_pcg(
                 self.rhs, self.op_diag, self.b_clamped if clamp else self.b_exact,
                 self.pblocks, d.fixed, self.dv, self.r, self.z, self.p, self.ap, self.temp,
-                d.cg_tolerance, d.cg_max_iterations, *mg)
+                d.cg_tolerance, d.cg_max_iterations, clamp, *mg)
             stats.total_iterations += iterations
             if status != NEGATIVE_CURVATURE:
                 break

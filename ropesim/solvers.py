@@ -86,19 +86,22 @@ def conjugate_gradient(
 # --- multigrid-preconditioned CG on structured grids -----------------------------------------
 #
 # On a grid cloth (forces.grid_layout) the implicit step uses an aggregation multigrid
-# V-cycle as the preconditioner: Jacobi's ~500 iterations for a stiff cloth at dt = 1/60
-# become ~35. Level l + 1 merges 2 x 2 nodes of level l (piecewise-constant
+# cycle as the preconditioner: Jacobi's ~500 iterations for a stiff cloth at dt = 1/60
+# become ~13. Level l + 1 merges 2 x 2 nodes of level l (piecewise-constant
 # prolongation P); its operator is the Galerkin product P^T A_l P, which for a
 # "mass + spring-Laplacian" operator is again one: the node blocks are summed, the edge
 # blocks of the edges between two aggregates are summed into a coarse edge, edges inside
 # an aggregate drop out, and an edge to a fixed node is added to the free end's node
 # block. The smoother is block-Jacobi (3 x 3 node blocks, weight omega) before and after
-# the coarse correction, which keeps the V-cycle symmetric positive definite; the
-# coarsest level (<= 16 nodes) is solved directly (a product with its dense inverse,
+# the coarse correction; the coarsest level (<= 16 nodes) is solved directly (a product with its dense inverse,
 # computed from a Cholesky factor). The preconditioner is built from the clamped
 # (always definite) matrix, so it is valid for both CG attempts. The smoothing weight
 # 0.9 (< 1, so the smoother converges for these operators) needs ~8% fewer CG
-# iterations than 0.7 on the stiff 64 x 64 cloth.
+# iterations than 0.7 on the stiff 64 x 64 cloth. A V-cycle (one coarse visit per level)
+# is symmetric positive definite but weak with piecewise-constant aggregation (~25
+# iterations on that cloth, the error of each level's coarse space compounding); the
+# first two levels therefore use K-cycles (see mg_cycle), ~13 iterations, and CG is the
+# flexible variant that a nonlinear preconditioner needs.
 
 from .forces import GRID_PAD, grid_apply, padded_edges  # noqa: E402
 
@@ -108,7 +111,7 @@ class GridMultigrid:
     (built once per system; ``setup`` refreshes the operators every solve)."""
 
     def __init__(self, rows: int, cols: int, offsets, omega: float = 0.9,
-                 coarsest: int = 16, dtype=np.float32):
+                 coarsest: int = 16, dtype=np.float32, kcycle_levels: int = 2):
         # a preconditioner needs no more precision than float32 (CG itself runs in
         # float64): half the memory traffic of every V-cycle
         dtype = np.dtype(dtype)
@@ -185,9 +188,14 @@ class GridMultigrid:
         self.B = np.zeros(3 * total_vec, dtype)
         self.R = np.zeros(3 * total_vec, dtype)
         self.T = np.zeros(3 * total_vec, dtype)
+        self.C1 = np.zeros(3 * total_vec, dtype)
+        self.V1 = np.zeros(3 * total_vec, dtype)
         nc = 3 * n[-1]
         self.factor = np.zeros((nc, nc))
-        self.schedule = cycle_schedule(self.levels)
+        self.modes = np.full(self.levels, V_CYCLE, np.int64)
+        self.modes[:kcycle_levels] = K_CYCLE
+        self.schedule = cycle_schedule(self.modes)
+        self.kstate = np.zeros((self.levels, 2))
         self.scratch = np.zeros(3 * n[-1], dtype)
 
         def views(flat, off, k):  # per-level (k, size) views of a flat array, as a tuple
@@ -197,17 +205,18 @@ class GridMultigrid:
         self.edges_l = views(self.edges, self.edge_off, 6)
         self.diag_l = views(self.diag, self.node_off, 6)
         self.dinv_l = views(self.dinv, self.node_off, 6)
-        self.X_l, self.B_l, self.R_l, self.T_l = (
-            views(a, self.vec_off, 3) for a in (self.X, self.B, self.R, self.T))
+        self.X_l, self.B_l, self.R_l, self.T_l, self.C1_l, self.V1_l = (
+            views(a, self.vec_off, 3)
+            for a in (self.X, self.B, self.R, self.T, self.C1, self.V1))
         self.fine_edges = self.edges_l[0]  # level 0 edge blocks, refreshed every solve
         self.cols = np.array([c for _, c in dims], dtype=np.int64)
         self._arrays = (self.schedule, self.omega, self.nodes, self.node_off, self.pb_off,
                         self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
                         self.agg, self.factor, self.X_l, self.B_l, self.R_l, self.T_l,
-                        self.scratch, self.cols)
+                        self.C1_l, self.V1_l, self.kstate, self.scratch, self.cols)
 
     def arrays(self):
-        """The arguments mg_vcycle and grid_pcg take, from ``schedule`` on."""
+        """The arguments mg_cycle and grid_pcg take, from ``schedule`` on."""
         return self._arrays
 
     def setup(self, mass, fixed, fine_edges=None) -> None:
@@ -426,10 +435,12 @@ def _jacobi(dinv, b, x, n, omega, add):
 
 @njit(cache=True, error_model="numpy", boundscheck=False,
       fastmath={"nsz", "contract", "reassoc"})
-def _cg_update(dv, r, p, ap, b, step, n):
-    """dv += step p, r -= step ap, b = r (the float32 input of the V-cycle), in one pass;
-    returns r.r."""
+def _cg_update(dv, r, p, ap, z, b, step, n):
+    """dv += step p, r -= step ap, b = r (the multigrid cycle's input) in one pass.
+    Returns (r.r, r.z) of the new r with z the previous preconditioned residual
+    (flexible CG needs the second)."""
     total = 0.0
+    previous = 0.0
     for i in range(n):
         r0 = r[0, i] - step * ap[0, i]
         r1 = r[1, i] - step * ap[1, i]
@@ -440,11 +451,12 @@ def _cg_update(dv, r, p, ap, b, step, n):
         r[0, i] = r0
         r[1, i] = r1
         r[2, i] = r2
+        total += r0 * r0 + r1 * r1 + r2 * r2
         b[0, i] = r0
         b[1, i] = r1
         b[2, i] = r2
-        total += r0 * r0 + r1 * r1 + r2 * r2
-    return total
+        previous += r0 * z[0, i] + r1 * z[1, i] + r2 * z[2, i]
+    return total, previous
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False,
@@ -483,14 +495,20 @@ def _coarsest_solve(l, nodes, node_off, fixed, factor, X_l, B_l, scratch):
             x[d, i] = s
 
 
+#: coarse-correction modes of a multigrid level (GridMultigrid.modes)
+V_CYCLE = 0  # one visit of the next level
+K_CYCLE = 1  # two visits, combined by two steps of flexible CG on the next level
+
 #: multigrid schedule operations
-_PRE, _RESTRICT, _SOLVE, _PROLONG, _POST = 0, 1, 2, 3, 4
+_PRE, _RESTRICT, _SOLVE, _PROLONG, _POST, _K_FIRST, _K_SECOND = range(7)
 
 
-def cycle_schedule(levels: int, visits=(1, 2, 1)) -> np.ndarray:
-    """The (operation, level) sequence of one cycle: block-Jacobi, coarse correction(s),
-    block-Jacobi. visits[l] coarse corrections at level l (the last entry repeats): 1 is
-    a V-cycle, 2 a W-cycle there."""
+def cycle_schedule(modes) -> np.ndarray:
+    """The (operation, level) sequence of one cycle from level 0 (a flat list, so the
+    kernel runs it without recursion: numba's cache cannot hold recursive functions).
+    modes[l] is V_CYCLE or K_CYCLE for the coarse correction of level l; the last level
+    is solved directly."""
+    levels = len(modes)
     ops = []
 
     def cycle(l):
@@ -498,10 +516,13 @@ def cycle_schedule(levels: int, visits=(1, 2, 1)) -> np.ndarray:
             ops.append((_SOLVE, l))
             return
         ops.append((_PRE, l))
-        for _ in range(visits[min(l, len(visits) - 1)]):
-            ops.append((_RESTRICT, l))
+        ops.append((_RESTRICT, l))
+        cycle(l + 1)
+        if modes[l] == K_CYCLE and l + 1 < levels - 1:
+            ops.append((_K_FIRST, l + 1))
             cycle(l + 1)
-            ops.append((_PROLONG, l))
+            ops.append((_K_SECOND, l + 1))
+        ops.append((_PROLONG, l))
         ops.append((_POST, l))
 
     cycle(0)
@@ -546,10 +567,22 @@ def _restrict(b, r, bc, n, cols):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l, dinv_l,
-              fixed, agg, factor, X_l, B_l, R_l, T_l, scratch, cols):
-    """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule). The *_l
-    arguments are tuples of per-level arrays of a GridMultigrid (see its arrays())."""
+def mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l, dinv_l,
+             fixed, agg, factor, X_l, B_l, R_l, T_l, C1_l, V1_l, kstate, scratch, cols):
+    """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule).
+
+    Each level: block-Jacobi from zero, the residual restricted to the next level, the
+    coarse correction, prolongation, block-Jacobi again. The coarse correction is one
+    cycle of the next level (V_CYCLE) or, for K_CYCLE, two of them combined by two steps
+    of flexible CG on that level (Notay's K-cycle): the first direction is c1 =
+    cycle(rc) for the restricted residual rc, the second c2 = cycle(rc - alpha1 A c1),
+    and the correction is their A-optimal combination. Unsmoothed aggregation loses
+    accuracy level by level in a V-cycle; the K-cycle recovers it (~2x fewer outer CG
+    iterations on the stiff 64 x 64 cloth) for about a W-cycle's work. The *_l
+    arguments are tuples of per-level arrays of a GridMultigrid (see its arrays());
+    C1, V1 and kstate (levels, 2) hold the K-cycle's first direction, its product and
+    (rho1, alpha1).
+    """
     for step in range(schedule.shape[0]):
         op = schedule[step, 0]
         l = schedule[step, 1]
@@ -561,28 +594,57 @@ def mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l
         x = X_l[l]
         b = B_l[l]
         r = R_l[l]
+        pb = pblocks[pb_off[l]:pb_off[l + 1]]
+        fx = fixed[no:no + n]
         if op == _PRE:
-            _jacobi(dinv_l[l], b, x, n, omega, op == _POST)
+            _jacobi(dinv_l[l], b, x, n, omega, False)
         elif op == _PROLONG:
             xc = X_l[l + 1]
             for i in range(n):
-                if fixed[no + i]:
+                if fx[i]:
                     continue
                 j = agg[no + i]
                 x[0, i] += xc[0, j]
                 x[1, i] += xc[1, j]
                 x[2, i] += xc[2, j]
+        elif op == _K_FIRST:  # x = c1 = cycle(rc), b = rc: keep c1, b = rc - alpha1 A c1
+            c1 = C1_l[l]
+            v1 = V1_l[l]
+            _assign(c1, x)
+            grid_apply(c1, diag_l[l], edges_l[l], pb, fx, T_l[l], v1)
+            rho1 = _dot3(c1, v1, n)
+            alpha1 = _dot3(c1, b, n) / rho1 if rho1 > 0.0 else 0.0
+            kstate[l, 0] = rho1
+            kstate[l, 1] = alpha1
+            for d in range(3):
+                for i in range(n):
+                    b[d, i] -= alpha1 * v1[d, i]
+        elif op == _K_SECOND:  # x = c2 = cycle(b): x = w1 c1 + w2 c2
+            c1 = C1_l[l]
+            rho1 = kstate[l, 0]
+            alpha1 = kstate[l, 1]
+            w1 = alpha1
+            w2 = 0.0
+            if rho1 > 0.0:
+                grid_apply(x, diag_l[l], edges_l[l], pb, fx, T_l[l], r)
+                gamma = _dot3(x, V1_l[l], n)
+                rho2 = _dot3(x, r, n) - gamma * gamma / rho1
+                if rho2 > 1e-12 * rho1:  # else c2 adds nothing new: the first step alone
+                    alpha2 = _dot3(x, b, n)
+                    w1 = alpha1 - gamma * alpha2 / (rho1 * rho2)
+                    w2 = alpha2 / rho2
+            for d in range(3):
+                for i in range(n):
+                    x[d, i] = w1 * c1[d, i] + w2 * x[d, i]
         else:  # _RESTRICT or _POST: both start from the residual r = b - A x
-            grid_apply(x, diag_l[l], edges_l[l],
-                       pblocks[pb_off[l]:pb_off[l + 1]], fixed[no:no + n],
-                       T_l[l], r)
+            grid_apply(x, diag_l[l], edges_l[l], pb, fx, T_l[l], r)
             if op == _RESTRICT:
                 _restrict(b, r, B_l[l + 1], n, cols[l])
             else:
                 for d in range(3):
                     for i in range(n):
                         r[d, i] = b[d, i] - r[d, i]
-                _jacobi(dinv_l[l], r, x, n, omega, op == _POST)
+                _jacobi(dinv_l[l], r, x, n, omega, True)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False,
@@ -596,25 +658,39 @@ def _dot3(a, b, n):
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, tolerance,
-             max_iterations, schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag,
-             dinv, mg_fixed, agg, factor, X, B, R, T, scratch, cols):
-    """Multigrid-preconditioned CG for A dv = rhs on a grid (vectors (3, n + pad), zero at
-    fixed nodes and in the pad). Same contract as conjugate_gradient: dv starts at 0;
-    returns (status, iterations, relative residual |r| / |rhs|)."""
+             max_iterations, warm, schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag,
+             dinv, mg_fixed, agg, factor, X, B, R, T, C1, V1, kstate, scratch, cols):
+    """Multigrid-preconditioned flexible CG for A dv = rhs on a grid (vectors (3, n + pad),
+    zero at fixed nodes and in the pad). Same contract as conjugate_gradient (returns
+    (status, iterations, relative residual |r| / |rhs|)), except that with ``warm`` CG
+    starts from the dv it is given instead of 0.
+
+    Flexible (Polak-Ribiere) CG: a K-cycle preconditioner is not a fixed linear map, and
+    beta = r.(z - z_previous) / r_previous.z_previous keeps CG converging for it (with a
+    linear preconditioner it equals the usual beta up to rounding)."""
     n = fixed.shape[0]
     B0 = B[0]
     X0 = X[0]
-    dv[:, :] = 0.0
-    _assign(r, rhs)
-    rhs_norm = np.sqrt(_dot3(r, r, n))
+    rhs_norm = np.sqrt(_dot3(rhs, rhs, n))
     if rhs_norm == 0.0:
+        dv[:, :] = 0.0
         return CONVERGED, 0, 0.0
+    if warm:
+        grid_apply(dv, op_diag, op_edges, op_pblocks, fixed, temp, ap)
+        for d in range(3):
+            for i in range(n):
+                r[d, i] = rhs[d, i] - ap[d, i]
+        residual = np.sqrt(_dot3(r, r, n)) / rhs_norm
+        if residual <= tolerance:
+            return CONVERGED, 0, residual
+    else:
+        dv[:, :] = 0.0
+        _assign(r, rhs)
     _assign(B0, r)
-    mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv, mg_fixed,
-              agg, factor, X, B, R, T, scratch, cols)
-    _assign(z, X0)
-    _assign(p, z)
-    rz = _dot3(r, z, n)
+    mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv, mg_fixed,
+             agg, factor, X, B, R, T, C1, V1, kstate, scratch, cols)
+    _assign(p, X0)
+    rz = _dot3(r, X0, n)
     if not rz > 0.0:
         return NEGATIVE_CURVATURE, 0, 1.0
     for it in range(max_iterations):
@@ -623,16 +699,17 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, t
         if not curvature > 0.0:
             return NEGATIVE_CURVATURE, it + 1, np.sqrt(_dot3(r, r, n)) / rhs_norm
         step = rz / curvature
-        residual = np.sqrt(_cg_update(dv, r, p, ap, B0, step, n)) / rhs_norm
+        rr, r_z_previous = _cg_update(dv, r, p, ap, X0, B0, step, n)
+        residual = np.sqrt(rr) / rhs_norm
         if residual <= tolerance:
             return CONVERGED, it + 1, residual
-        mg_vcycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv,
-                  mg_fixed, agg, factor, X, B, R, T, scratch, cols)
+        mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv,
+                 mg_fixed, agg, factor, X, B, R, T, C1, V1, kstate, scratch, cols)
         # z = X level 0, read in place (its float32 -> float64 reads are exact)
         rz_new = _dot3(r, X0, n)
         if not rz_new > 0.0:
             return NEGATIVE_CURVATURE, it + 1, residual
-        ratio = rz_new / rz
+        ratio = (rz_new - r_z_previous) / rz
         rz = rz_new
         _cg_direction(p, X0, ratio, n)
     return MAX_ITERATIONS, max_iterations, np.sqrt(_dot3(r, r, n)) / rhs_norm

@@ -14,7 +14,7 @@ import ropesim as rs
 from ropesim import integrators, parallel
 from ropesim.forces import edge_colouring, grid_layout
 from ropesim.model import SpringSystem
-from ropesim.solvers import GridMultigrid, mg_vcycle
+from ropesim.solvers import K_CYCLE, V_CYCLE, GridMultigrid, cycle_schedule, mg_cycle
 
 
 def standard_cloth(n, stiffness_scale=1.0):
@@ -245,9 +245,8 @@ def test_multigrid_implicit_with_pins_grab_and_float32():
     assert np.all(np.isfinite(sims[0].positions))
 
 
-def test_multigrid_preconditioner_is_symmetric_positive_definite():
-    sim = rs.Simulation(standard_cloth(12, 100.0), dt=1 / 60, integrator="backward_euler")
-    sim.step(3)
+def _preconditioner_matrix(sim):
+    """The multigrid cycle of a simulation's grid solver as a dense matrix (free rows)."""
     mg = sim._data.implicit_path().mg
     arrays = mg.arrays()
     n = mg.nodes[0]
@@ -255,16 +254,51 @@ def test_multigrid_preconditioner_is_symmetric_positive_definite():
     M = np.zeros((size, size))
     B0 = mg.B[: 3 * mg.vec_off[1]].reshape(3, -1)
     X0 = mg.X[: 3 * mg.vec_off[1]].reshape(3, -1)
-    free = np.repeat(sim._data.fixed == 0, 1)
     for k in range(size):
         B0[:] = 0.0
         B0[k % 3, k // 3] = 1.0
-        mg_vcycle(*arrays)
+        mg_cycle(*arrays)
         M[:, k] = X0[:, :n].T.ravel()
-    keep = np.repeat(free, 3)
-    M = M[keep][:, keep]
+    keep = np.repeat(sim._data.fixed == 0, 3)
+    return M[keep][:, keep]
+
+
+def test_multigrid_v_cycle_is_symmetric_positive_definite():
+    sim = rs.Simulation(standard_cloth(12, 100.0), dt=1 / 60, integrator="backward_euler")
+    sim.step(3)
+    mg = sim._data.implicit_path().mg
+    mg.modes[:] = V_CYCLE
+    mg.schedule = cycle_schedule(mg.modes)
+    mg._arrays = (mg.schedule,) + mg._arrays[1:]
+    M = _preconditioner_matrix(sim)
     np.testing.assert_allclose(M, M.T, atol=1e-6 * np.abs(M).max())
     assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
+
+
+def test_k_cycle_is_positive_and_needs_fewer_iterations_than_the_v_cycle():
+    system = standard_cloth(32, 400.0)
+    iterations = {}
+    for kcycle_levels in (0, 2):
+        sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler")
+        mg = sim._data.implicit_path().mg
+        mg.modes[:] = V_CYCLE
+        mg.modes[:kcycle_levels] = K_CYCLE
+        mg.schedule = cycle_schedule(mg.modes)
+        mg._arrays = (mg.schedule,) + mg._arrays[1:]
+        sim.step(20)
+        assert sim.solver_stats.converged
+        iterations[kcycle_levels] = sim.solver_stats.total_iterations
+        positions = sim.positions
+        if kcycle_levels:
+            # the K-cycle is not a linear map, but it is a positive one: r.M(r) > 0
+            M = _preconditioner_matrix(sim)
+            rng = np.random.default_rng(3)
+            for _ in range(5):
+                r = rng.standard_normal(M.shape[0])
+                assert r @ M @ r > 0
+            np.testing.assert_allclose(positions, reference, rtol=0, atol=1e-5)  # both to CG tolerance
+        reference = positions
+    assert iterations[2] < 0.8 * iterations[0]
 
 
 def test_multigrid_levels_halve_the_grid():
