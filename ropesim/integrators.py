@@ -708,7 +708,7 @@ class _GridImplicit:
         self.pblocks = padded_edges(rows, cols, offsets)
         self.slots = spring_slots(layout, self.pblocks)
         self.order = interleaved_order(d.spring_a.shape[0])
-        self.mg = GridMultigrid(rows, cols, offsets)
+        self.mg = GridMultigrid(rows, cols, offsets, workspaces=2)
         edges = int(self.pblocks[:, 1].sum())
         n = rows * cols
         # rows padded by GRID_PAD so that no two rows are a multiple of 4 KiB apart.
@@ -723,8 +723,15 @@ class _GridImplicit:
         self.kv_clamped = np.zeros((3, n + GRID_PAD))
         self.op_diag = np.zeros((6, n + GRID_PAD), op_dtype)
         vec = (3, n + GRID_PAD)
-        self.rhs, self.dv, self.r, self.z, self.p, self.ap, self.temp = (
-            np.zeros(vec) for _ in range(7))
+        # per attempt (0 exact, 1 clamped): right-hand side; dv, r, p, ap, temp of CG
+        self.rhs = (np.zeros(vec), np.zeros(vec))
+        self.vectors = tuple(tuple(np.zeros(vec) for _ in range(5)) for _ in range(2))
+        self.work = (self.mg.workspace(0), self.mg.workspace(1))
+        self.stop = np.zeros(1, np.uint8)  # set: the clamped attempt is not needed
+        self.never = np.zeros(1, np.uint8)
+        # on two or more cores the two attempts can run at once (the clamped one on a
+        # helper thread): it is then ready when the exact one meets negative curvature
+        self.chooser = parallel.Chooser() if parallel.threads() > 1 else None
 
     def step(self, d: StepData, dt: float, theta: float) -> float:
         alpha = theta * theta * dt * dt
@@ -737,23 +744,48 @@ class _GridImplicit:
         self.mg.setup(d.mass, d.fixed, self.b_clamped)
         stats = d.stats
         mg = self.mg.arrays()
-        for clamp in (False, True):
+        edges = (self.b_exact, self.b_clamped)
+        for k, kv in enumerate((self.kv, self.kv_clamped)):
             # the grid arrays are (3, n) structure-of-arrays: the shared kernels take .T views
-            kv = self.kv_clamped if clamp else self.kv
-            _theta_rhs(self.force.T, d.mass, d.gravity, kv.T, d.fixed, dt, theta, self.rhs.T)
-            status, iterations, residual = grid_pcg(
-                self.rhs, self.op_diag, self.b_clamped if clamp else self.b_exact,
-                self.pblocks, d.fixed, self.dv, self.r, self.z, self.p, self.ap, self.temp,
-                d.cg_tolerance, d.cg_max_iterations, clamp, *mg)
-            stats.total_iterations += iterations
-            if status != NEGATIVE_CURVATURE:
-                break
+            _theta_rhs(self.force.T, d.mass, d.gravity, kv.T, d.fixed, dt, theta,
+                       self.rhs[k].T)
+        both = self.chooser is not None and self.chooser.parallel()
+        self.stop[0] = 0
+
+        def solve(k):
+            return grid_pcg(self.rhs[k], self.op_diag, edges[k], self.pblocks, d.fixed,
+                            self.vectors[k], d.cg_tolerance, d.cg_max_iterations,
+                            self.stop if k else self.never, mg, self.work[k])
+
+        start = time.perf_counter()
+        if both:
+            clamped = parallel.helper_thread().submit(solve, 1)
+            outcomes = [solve(0)]
+            if outcomes[0][0] != NEGATIVE_CURVATURE:
+                self.stop[0] = 1
+            outcomes.append(clamped.result())
+        else:
+            outcomes = [solve(0)]
+            if outcomes[0][0] == NEGATIVE_CURVATURE:
+                outcomes.append(solve(1))
+        # the exact attempt's answer, or the clamped one's if it met negative curvature
+        status, iterations, residual = outcomes[0]
+        used = 0
+        work = iterations
+        if status == NEGATIVE_CURVATURE:
             stats.fallback_steps += 1
+            used = 1
+            status, iterations, residual = outcomes[1]
+            work += iterations
+        stats.total_iterations += work
+        if self.chooser is not None:
+            self.chooser.record(both, start, max(work, 1))
         stats.iterations = iterations
         stats.residual = residual
         stats.converged = residual <= d.cg_tolerance
         stats.implicit_steps += 1
-        return _theta_update(d.x, d.v, self.dv.T, d.fixed, dt, theta, np.exp(-d.drag * dt))
+        dv = self.vectors[used][0]
+        return _theta_update(d.x, d.v, dv.T, d.fixed, dt, theta, np.exp(-d.drag * dt))
 
 
 # --- integrators ---------------------------------------------------------------------

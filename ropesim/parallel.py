@@ -155,8 +155,9 @@ class Chooser:
             return bool(self._probing)
         return bool(self.best)
 
-    def record(self, parallel: bool, start: float) -> None:
-        """Log a call of the given version that began at ``start`` (time.perf_counter())."""
+    def record(self, parallel: bool, start: float, work: float = 1.0) -> None:
+        """Log a call of the given version that began at ``start`` (time.perf_counter());
+        ``work`` (> 0) normalises calls of varying size, e.g. solver iterations."""
         now = time.perf_counter()
         if _mode != "auto":
             return
@@ -165,7 +166,7 @@ class Chooser:
         if self.calls[which] == 1:
             return  # may include compilation
         samples = self.samples[which]
-        samples.append(now - start)
+        samples.append((now - start) / work)
         if len(samples) > self.probe:
             del samples[0]
         if self.calls[0] <= self.probe or self.calls[1] <= self.probe:
@@ -191,6 +192,20 @@ class Chooser:
         med = [(_median(s) * 1e6 if s else float("nan")) for s in self.samples]
         return (f"Chooser(best={'parallel' if self.best else 'serial'}, "
                 f"serial {med[0]:.1f} us, parallel {med[1]:.1f} us, calls={self.calls})")
+
+
+_helper = None
+
+
+def helper_thread():
+    """A one-thread executor for work that runs beside the calling thread (kernels
+    compiled with nogil=True), created on first use and shared by all simulations."""
+    global _helper
+    if _helper is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ropesim-helper")
+    return _helper
 
 
 def _median(values: list[float]) -> float:

@@ -21,6 +21,7 @@ from .forces import system_diagonal, system_product
 CONVERGED = 0
 MAX_ITERATIONS = 1
 NEGATIVE_CURVATURE = 2
+STOPPED = 3  # grid_pcg: told to stop (its answer is not needed)
 
 
 @njit(cache=True)
@@ -107,11 +108,16 @@ from .forces import GRID_PAD, grid_apply, padded_edges  # noqa: E402
 
 
 class GridMultigrid:
-    """The level structure of the V-cycle for a rows x cols grid with these spring offsets
-    (built once per system; ``setup`` refreshes the operators every solve)."""
+    """The level structure of the multigrid cycle for a rows x cols grid with these spring
+    offsets (built once per system; ``setup`` refreshes the operators every solve).
+
+    ``arrays()`` are the operators (read-only during a solve); ``workspace(k)`` the
+    scratch vectors of solver k: ``workspaces`` solves can run at once on one hierarchy.
+    """
 
     def __init__(self, rows: int, cols: int, offsets, omega: float = 0.9,
-                 coarsest: int = 16, dtype=np.float32, kcycle_levels: int = 2):
+                 coarsest: int = 16, dtype=np.float32, kcycle_levels: int = 2,
+                 workspaces: int = 1):
         # a preconditioner needs no more precision than float32 (CG itself runs in
         # float64): half the memory traffic of every V-cycle
         dtype = np.dtype(dtype)
@@ -171,7 +177,6 @@ class GridMultigrid:
             np.int64)
         self.pb_off = np.concatenate([[0], np.cumsum([len(pb) for pb in pbs])]).astype(np.int64)
         self.pblocks = np.concatenate([pb for pb in pbs]).astype(np.int64).reshape(-1, 3)
-        # shift the bases of each level's blocks to flat edge indices? No: kernels slice
         total_nodes = total_vec = int(self.node_off[-1])
         total_edges = int(self.edge_off[-1])
         self.agg = np.zeros(total_nodes, np.int64)
@@ -184,19 +189,10 @@ class GridMultigrid:
         self.diag = np.zeros(6 * total_nodes, dtype)
         self.dinv = np.zeros(6 * total_nodes, dtype)
         self.fixed = np.zeros(total_nodes, np.uint8)
-        self.X = np.zeros(3 * total_vec, dtype)
-        self.B = np.zeros(3 * total_vec, dtype)
-        self.R = np.zeros(3 * total_vec, dtype)
-        self.T = np.zeros(3 * total_vec, dtype)
-        self.C1 = np.zeros(3 * total_vec, dtype)
-        self.V1 = np.zeros(3 * total_vec, dtype)
         nc = 3 * n[-1]
-        self.factor = np.zeros((nc, nc))
-        self.modes = np.full(self.levels, V_CYCLE, np.int64)
-        self.modes[:kcycle_levels] = K_CYCLE
-        self.schedule = cycle_schedule(self.modes)
-        self.kstate = np.zeros((self.levels, 2))
-        self.scratch = np.zeros(3 * n[-1], dtype)
+        self.factor = np.zeros((nc, nc))  # the coarsest level's inverse (see _mg_setup)
+        self.inverse = np.zeros((nc, nc))  # scratch of _mg_setup
+        self.set_kcycle_levels(kcycle_levels)
 
         def views(flat, off, k):  # per-level (k, size) views of a flat array, as a tuple
             return tuple(flat[k * off[l]:k * off[l + 1]].reshape(k, off[l + 1] - off[l])
@@ -205,19 +201,35 @@ class GridMultigrid:
         self.edges_l = views(self.edges, self.edge_off, 6)
         self.diag_l = views(self.diag, self.node_off, 6)
         self.dinv_l = views(self.dinv, self.node_off, 6)
-        self.X_l, self.B_l, self.R_l, self.T_l, self.C1_l, self.V1_l = (
-            views(a, self.vec_off, 3)
-            for a in (self.X, self.B, self.R, self.T, self.C1, self.V1))
         self.fine_edges = self.edges_l[0]  # level 0 edge blocks, refreshed every solve
         self.cols = np.array([c for _, c in dims], dtype=np.int64)
-        self._arrays = (self.schedule, self.omega, self.nodes, self.node_off, self.pb_off,
-                        self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
-                        self.agg, self.factor, self.X_l, self.B_l, self.R_l, self.T_l,
-                        self.C1_l, self.V1_l, self.kstate, self.scratch, self.cols)
+        # per solver: cycle vectors X (solution), B (right-hand side), R (residual), T
+        # (scratch), C1, V1 (the K-cycle's first direction and its product), the K-cycle's
+        # (rho1, alpha1) per level and the coarsest solve's scratch
+        self._workspaces = []
+        for _ in range(workspaces):
+            flats = [np.zeros(3 * total_vec, dtype) for _ in range(6)]
+            self._workspaces.append(
+                tuple(views(f, self.vec_off, 3) for f in flats)
+                + (np.zeros((self.levels, 2)), np.zeros(nc, dtype)))
 
-    def arrays(self):
-        """The arguments mg_cycle and grid_pcg take, from ``schedule`` on."""
-        return self._arrays
+    def set_kcycle_levels(self, levels: int) -> None:
+        """K-cycle coarse correction on the first ``levels`` levels, V-cycle below (0:
+        a plain V-cycle, a symmetric positive definite preconditioner)."""
+        self.modes = np.full(self.levels, V_CYCLE, np.int64)
+        self.modes[:levels] = K_CYCLE
+        self.schedule = cycle_schedule(self.modes)
+
+    def arrays(self) -> tuple:
+        """The operators, as mg_cycle and grid_pcg take them (``mg``)."""
+        return (self.schedule, self.omega, self.nodes, self.node_off, self.pb_off,
+                self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed, self.agg,
+                self.factor, self.cols)
+
+    def workspace(self, k: int = 0) -> tuple:
+        """Solver k's scratch, as mg_cycle and grid_pcg take it (``work``): per-level
+        tuples X, B, R, T, C1, V1, then kstate and the coarsest solve's scratch."""
+        return self._workspaces[k]
 
     def setup(self, mass, fixed, fine_edges=None) -> None:
         """Build every level from the level-0 edge blocks (``fine_edges``, copied into
@@ -226,7 +238,7 @@ class GridMultigrid:
             self.fine_edges[...] = fine_edges
         _mg_setup(mass, fixed, self.levels, self.nodes, self.node_off, self.edge_off,
                   self.pb_off, self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
-                  self.agg, self.eco, self.factor)
+                  self.agg, self.eco, self.factor, self.inverse)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -256,7 +268,7 @@ def _assign(dst, src):
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, edges_l,
-              diag_l, dinv_l, fixed, agg, eco, factor):
+              diag_l, dinv_l, fixed, agg, eco, factor, inverse):
     """Refresh every level (Galerkin coarse operators, block-Jacobi inverses, coarsest
     inverse, via Cholesky) from level 0's edge blocks, the masses and the fixed flags."""
     n0 = mass.shape[0]
@@ -383,31 +395,32 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
             for k in range(j):
                 t -= factor[i, k] * factor[j, k]
             factor[i, j] = t / s
-    # the inverse, from the factor: the coarsest solve (twice per cycle) is then one
-    # dense product instead of two dependent triangular sweeps
-    inv = np.empty((m, m))
-    y = np.empty(m)
-    for c in range(m):
-        for i in range(m):
-            y[i] = 1.0 if i == c else 0.0
-        for i in range(m):
-            s = y[i]
-            for k in range(i):
-                s -= factor[i, k] * y[k]
-            y[i] = s / factor[i, i]
-        for i in range(m - 1, -1, -1):
-            s = y[i]
-            for k in range(i + 1, m):
-                s -= factor[k, i] * y[k]
-            y[i] = s / factor[i, i]
-        for i in range(m):
-            inv[i, c] = y[i]
-    for i in range(m):  # symmetric: keep the exact mirror image
-        for c in range(i + 1, m):
-            inv[c, i] = inv[i, c]
+    # the inverse, from the factor: the coarsest solve (several per cycle) is then one
+    # dense product instead of two dependent triangular sweeps. A^-1 = W^T W with W =
+    # L^-1 (lower triangular), both formed row by row (contiguous inner loops)
+    w = inverse
     for i in range(m):
-        for c in range(m):
-            factor[i, c] = inv[i, c]
+        for j in range(m):
+            w[i, j] = 0.0
+        w[i, i] = 1.0
+        for k in range(i):  # row i of W: (e_i - sum_k L[i, k] W[k, :]) / L[i, i]
+            lik = factor[i, k]
+            for j in range(k + 1):
+                w[i, j] -= lik * w[k, j]
+        d = 1.0 / factor[i, i]
+        for j in range(i + 1):
+            w[i, j] *= d
+    for i in range(m):
+        for j in range(m):
+            factor[i, j] = 0.0
+    for k in range(m):  # A^-1[i, j] = sum over k >= max(i, j) of W[k, i] W[k, j]
+        for i in range(k + 1):
+            wki = w[k, i]
+            for j in range(i + 1):
+                factor[i, j] += wki * w[k, j]
+    for i in range(m):  # symmetric: the exact mirror image
+        for j in range(i + 1, m):
+            factor[i, j] = factor[j, i]
 
 
 _SYM = np.array([[0, 3, 4], [3, 1, 5], [4, 5, 2]], dtype=np.int64)
@@ -567,9 +580,9 @@ def _restrict(b, r, bc, n, cols):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l, dinv_l,
-             fixed, agg, factor, X_l, B_l, R_l, T_l, C1_l, V1_l, kstate, scratch, cols):
-    """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule).
+def mg_cycle(mg, work):
+    """X level 0 = M^-1 (B level 0): one multigrid cycle (see cycle_schedule) with the
+    operators ``mg`` (GridMultigrid.arrays()) and the scratch ``work`` (.workspace(k)).
 
     Each level: block-Jacobi from zero, the residual restricted to the next level, the
     coarse correction, prolongation, block-Jacobi again. The coarse correction is one
@@ -578,11 +591,13 @@ def mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l,
     cycle(rc) for the restricted residual rc, the second c2 = cycle(rc - alpha1 A c1),
     and the correction is their A-optimal combination. Unsmoothed aggregation loses
     accuracy level by level in a V-cycle; the K-cycle recovers it (~2x fewer outer CG
-    iterations on the stiff 64 x 64 cloth) for about a W-cycle's work. The *_l
-    arguments are tuples of per-level arrays of a GridMultigrid (see its arrays());
-    C1, V1 and kstate (levels, 2) hold the K-cycle's first direction, its product and
-    (rho1, alpha1).
+    iterations on the stiff 64 x 64 cloth) for about a W-cycle's work. C1, V1 and
+    kstate (levels, 2) hold the K-cycle's first direction, its product and (rho1,
+    alpha1).
     """
+    (schedule, omega, nodes, node_off, pb_off, pblocks, edges_l, diag_l, dinv_l, fixed,
+     agg, factor, cols) = mg
+    X_l, B_l, R_l, T_l, C1_l, V1_l, kstate, scratch = work
     for step in range(schedule.shape[0]):
         op = schedule[step, 0]
         l = schedule[step, 1]
@@ -656,44 +671,36 @@ def _dot3(a, b, n):
     return total
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, tolerance,
-             max_iterations, warm, schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag,
-             dinv, mg_fixed, agg, factor, X, B, R, T, C1, V1, kstate, scratch, cols):
+@njit(cache=True, error_model="numpy", boundscheck=False, nogil=True)
+def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, vectors, tolerance, max_iterations,
+             stop, mg, work):
     """Multigrid-preconditioned flexible CG for A dv = rhs on a grid (vectors (3, n + pad),
-    zero at fixed nodes and in the pad). Same contract as conjugate_gradient (returns
-    (status, iterations, relative residual |r| / |rhs|)), except that with ``warm`` CG
-    starts from the dv it is given instead of 0.
+    zero at fixed nodes and in the pad); ``vectors`` = (dv, r, p, ap, temp), dv starts at
+    0; ``mg``, ``work``: see mg_cycle. Returns (status, iterations, relative residual
+    |r| / |rhs|) like conjugate_gradient, or STOPPED once ``stop[0]`` is set (by
+    another thread; the kernel runs without the GIL, so two solves can run at once).
 
     Flexible (Polak-Ribiere) CG: a K-cycle preconditioner is not a fixed linear map, and
     beta = r.(z - z_previous) / r_previous.z_previous keeps CG converging for it (with a
     linear preconditioner it equals the usual beta up to rounding)."""
+    dv, r, p, ap, temp = vectors
     n = fixed.shape[0]
-    B0 = B[0]
-    X0 = X[0]
-    rhs_norm = np.sqrt(_dot3(rhs, rhs, n))
+    B0 = work[1][0]
+    X0 = work[0][0]
+    dv[:, :] = 0.0
+    _assign(r, rhs)
+    rhs_norm = np.sqrt(_dot3(r, r, n))
     if rhs_norm == 0.0:
-        dv[:, :] = 0.0
         return CONVERGED, 0, 0.0
-    if warm:
-        grid_apply(dv, op_diag, op_edges, op_pblocks, fixed, temp, ap)
-        for d in range(3):
-            for i in range(n):
-                r[d, i] = rhs[d, i] - ap[d, i]
-        residual = np.sqrt(_dot3(r, r, n)) / rhs_norm
-        if residual <= tolerance:
-            return CONVERGED, 0, residual
-    else:
-        dv[:, :] = 0.0
-        _assign(r, rhs)
     _assign(B0, r)
-    mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv, mg_fixed,
-             agg, factor, X, B, R, T, C1, V1, kstate, scratch, cols)
+    mg_cycle(mg, work)
     _assign(p, X0)
     rz = _dot3(r, X0, n)
     if not rz > 0.0:
         return NEGATIVE_CURVATURE, 0, 1.0
     for it in range(max_iterations):
+        if stop[0]:
+            return STOPPED, it, np.sqrt(_dot3(r, r, n)) / rhs_norm
         grid_apply(p, op_diag, op_edges, op_pblocks, fixed, temp, ap)
         curvature = _dot3(p, ap, n)
         if not curvature > 0.0:
@@ -703,8 +710,7 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, dv, r, z, p, ap, temp, t
         residual = np.sqrt(rr) / rhs_norm
         if residual <= tolerance:
             return CONVERGED, it + 1, residual
-        mg_cycle(schedule, omega, nodes, node_off, pb_off, pblocks, edges, diag, dinv,
-                 mg_fixed, agg, factor, X, B, R, T, C1, V1, kstate, scratch, cols)
+        mg_cycle(mg, work)
         # z = X level 0, read in place (its float32 -> float64 reads are exact)
         rz_new = _dot3(r, X0, n)
         if not rz_new > 0.0:
