@@ -730,8 +730,12 @@ class _GridImplicit:
         self.stop = np.zeros(1, np.uint8)  # set: the clamped attempt is not needed
         self.never = np.zeros(1, np.uint8)
         # on two or more cores the two attempts can run at once (the clamped one on a
-        # helper thread): it is then ready when the exact one meets negative curvature
+        # helper thread): it is then ready when the exact one meets negative curvature.
+        # Worth it only when that is likely: after a step that fell back (they come in
+        # runs); the chooser then times both ways (the results are the same).
         self.chooser = parallel.Chooser() if parallel.threads() > 1 else None
+        self.fell_back = False
+        self.concurrent_steps = 0  # steps that ran both attempts at once
 
     def step(self, d: StepData, dt: float, theta: float) -> float:
         alpha = theta * theta * dt * dt
@@ -749,7 +753,8 @@ class _GridImplicit:
             # the grid arrays are (3, n) structure-of-arrays: the shared kernels take .T views
             _theta_rhs(self.force.T, d.mass, d.gravity, kv.T, d.fixed, dt, theta,
                        self.rhs[k].T)
-        both = self.chooser is not None and self.chooser.parallel()
+        likely = self.fell_back and self.chooser is not None
+        both = likely and self.chooser.parallel()
         self.stop[0] = 0
 
         def solve(k):
@@ -759,6 +764,7 @@ class _GridImplicit:
 
         start = time.perf_counter()
         if both:
+            self.concurrent_steps += 1
             clamped = parallel.helper_thread().submit(solve, 1)
             outcomes = [solve(0)]
             if outcomes[0][0] != NEGATIVE_CURVATURE:
@@ -778,8 +784,9 @@ class _GridImplicit:
             status, iterations, residual = outcomes[1]
             work += iterations
         stats.total_iterations += work
-        if self.chooser is not None:
+        if likely:  # time per iteration of the attempts one after the other
             self.chooser.record(both, start, max(work, 1))
+        self.fell_back = used == 1
         stats.iterations = iterations
         stats.residual = residual
         stats.converged = residual <= d.cg_tolerance

@@ -304,6 +304,8 @@ def test_concurrent_implicit_attempts_give_the_sequential_answer_bit_for_bit(mon
         sim.step(15)
         stats = sim.solver_stats
         runs.append((sim.positions, stats.total_iterations, stats.fallback_steps))
+        concurrent = sim._data.implicit_path().concurrent_steps
+        assert (concurrent > 0) == (mode == "parallel")
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     assert runs[0][1:] == runs[1][1:]
     assert runs[0][2] > 0  # the clamped attempt was needed in some steps
