@@ -125,6 +125,12 @@ def implicit(p: dict) -> dict:
     system, k = stiff_cloth_system(n)
     out = {"n": n, "dtype": dtype.name, "stiffness": k, "springs": system.n_springs}
     tol = float(p.get("cg_tolerance", 1e-6))
+    # "serial": backward Euler's two CG attempts one after the other, never at once
+    from ropesim import parallel
+
+    be_mode = p.get("be_parallel", "auto")
+    out["be_parallel"] = be_mode
+    parallel.set_mode(be_mode)
     # backward Euler, dt = 1/60: warm-up run (compiles), then one simulated second
     warm = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
                          cg_tolerance=tol)
@@ -148,6 +154,8 @@ def implicit(p: dict) -> dict:
     out["cg_tolerance"] = tol
     out["be_finite"] = bool(np.all(np.isfinite(sim.positions)))
     out["be_y_mean"] = float(sim.positions[:, 1].mean())
+    out["be_concurrent_steps"] = sim._data.implicit_path().concurrent_steps
+    parallel.set_mode("auto")
     # symplectic Euler: largest stable dt among 1/3000 ... (it must diverge at 1/3000)
     stable_dt = None
     for steps_per_s in p.get("explicit_rates", (3000, 3100, 3200, 3300, 3400, 3500, 3750,

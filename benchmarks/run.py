@@ -171,16 +171,21 @@ def bench_startup() -> dict:
     return {"cold": cold, "warm": warm}
 
 
-IMPLICIT_RUNS = (("float64", 1e-6), ("float32", 1e-6), ("float64", 1e-4), ("float64", 1e-3))
+#: (dtype, CG tolerance, how backward Euler's two CG attempts run: "auto" = at once on
+#: two cores after a step that fell back, if that is faster; "serial" = one after the other)
+IMPLICIT_RUNS = (("float64", 1e-6, "auto"), ("float32", 1e-6, "auto"),
+                 ("float64", 1e-6, "serial"), ("float64", 1e-4, "auto"),
+                 ("float64", 1e-3, "auto"))
 
 
 def bench_implicit(rounds) -> dict:
     out = {}
     for r in range(rounds):
-        for dtype, tol in IMPLICIT_RUNS:
-            res = run_case("implicit", {"dtype": dtype, "cg_tolerance": tol})
-            out.setdefault(f"{dtype} {tol:g}", []).append(res)
-            log(f"  round {r + 1} {dtype} tol {tol:g}: {res}")
+        for dtype, tol, mode in IMPLICIT_RUNS:
+            res = run_case("implicit", {"dtype": dtype, "cg_tolerance": tol,
+                                        "be_parallel": mode})
+            out.setdefault(f"{dtype} {tol:g} {mode}", []).append(res)
+            log(f"  round {r + 1} {dtype} tol {tol:g} {mode}: {res}")
     return out
 
 
@@ -536,13 +541,15 @@ def implicit_section(data) -> str:
         "simulated second (found by trying 1/3000, 1/3100, ... each run).")
     add("")
     add("| dtype, CG tolerance | BE wall s per sim. s | BE steps/s | CG iterations per step "
-        "(all solves) | last-solve mean / max | clamped fallbacks | SE dt | SE wall s per sim. s "
-        "(`step(n)` / per call) | BE / SE speed |")
-    add("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        "(all solves) | last-solve mean / max | clamped fallbacks | steps with both attempts "
+        "at once | SE dt | SE wall s per sim. s (`step(n)` / per call) | BE / SE speed |")
+    add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key, runs in data["implicit"].items():
         ok = [r for r in runs if "error" not in r]
-        name, _, tol = key.partition(" ")
-        dtype = f"{name}, {tol} (default)" if tol == "1e-06" else f"{name}, {tol}"
+        name, tol, mode = (key.split(" ") + ["auto"])[:3]
+        dtype = f"{name}, {tol}" + (" (default)" if tol == "1e-06" else "")
+        if mode == "serial":
+            dtype += ", attempts one after the other"
         if not ok:
             add(f"| {dtype} | error: {runs[0].get('error')} |")
             continue
@@ -554,7 +561,8 @@ def implicit_section(data) -> str:
         iters = median([r["cg_iterations_mean"] for r in ok])
         add(f"| {dtype} | {be:.3f} | {60 / be:.0f} | {iters:.0f} | "
             f"{median([r['cg_last_solve_mean'] for r in ok]):.0f} / {r0['cg_last_solve_max']} | "
-            f"{r0['fallback_steps']} / 60 | {'1/%d' % round(1 / dt) if dt else '–'} | "
+            f"{r0['fallback_steps']} / 60 | {r0.get('be_concurrent_steps', '–')} | "
+            f"{'1/%d' % round(1 / dt) if dt else '–'} | "
             f"{fmt(se, 3)} / {fmt(se_call, 3)} | "
             + (f"**{se / be:.2f}x**" if se else "–") + " |")
     add("")
