@@ -460,129 +460,263 @@ def padded_edges(rows: int, cols: int, offsets) -> np.ndarray:
     return np.array(out, dtype=np.int64).reshape(-1, 3)
 
 
-def spring_slots(layout: GridLayout, pblocks: np.ndarray) -> np.ndarray:
-    """Padded edge slot of every spring (spring order) of a grid layout."""
-    slots = np.empty(int(sum((b[4] - b[3]) * (layout.rows - b[0]) for b in layout.blocks)),
-                     np.int64)
-    for (dr, dc, first, c0, c1), (base, _, _) in zip(layout.blocks, pblocks):
-        width = c1 - c0
-        j = np.arange((layout.rows - dr) * width)
-        lower = (j // width) * layout.cols + c0 + j % width
-        slots[first:first + j.size] = base + lower
-    return slots
+# The theta-method's spring terms on a grid (grid_implicit_blocks): per spring, with
+# d = x_a - x_b, l = |d|, n = d / l, u = v_a - v_b, t = 1 - L / l (transverse factor):
+#     force on a:  f = (-k (l - L) - c n.u) n          (the formula of spring_forces)
+#     Ks = k [(1 - t) n n^T + t I]   (exact);  clamped: t replaced by max(t, 0)
+#     edge block   b = alpha Ks + beta c n n^T = g n n^T + h I,  g = alpha k (1 - t) + beta c,
+#                  h = alpha k t;   Ks u = k (1 - t) (n.u) n + k t u
+# as in stiffness_blocks / system_product, in float64; a spring shorter than MIN_LENGTH
+# contributes nothing. Spring parameters are kept per padded edge slot (zero where no
+# spring), so each offset block is swept in contiguous chunks of GRID_CHUNK slots, slots
+# without a spring included (they come out zero). The loops are arranged for LLVM's
+# vectoriser, which cannot know that numba's arrays do not overlap and guards each loop
+# with run-time overlap checks between the arrays it writes and those it reads: a loop
+# that writes several rows of an array (runtime row stride) needs a check per pair of
+# pointers and is left scalar beyond ~128 of them, while rows of one 1-D scratch at
+# constant offsets (S[q * GRID_CHUNK + j]) count once. Hence the per-chunk scratch S, T
+# and at most six output rows per loop.
+
+#: slots per chunk of the implicit grid kernel (its scratch, 16 rows of it, stays in L1)
+GRID_CHUNK = 256
+_NS = 7  # per-chunk rows of S: nx, ny, nz, g, h, g clamped, h clamped
+_NT = 9  # per-chunk rows of T: force, Ks u, Ks_clamped u on the lower end
 
 
-def interleaved_order(m: int, chunk: int = 192, stride: int = 3) -> np.ndarray:
-    """0..m-1 in chunks, each chunk visited with a stride (int64).
-
-    Neighbouring springs of a grid row share a particle; adding into it spring after
-    spring chains each update on the one before (store-to-load latency). Visiting
-    every third spring of a chunk first makes consecutive updates independent while
-    the chunk stays in cache."""
-    idx = np.arange(m)
-    key = (idx // chunk) * chunk * stride + (idx % chunk) % stride * chunk + (idx % chunk)
-    return np.argsort(key, kind="stable").astype(np.int64)
+def grid_implicit_scratch(layout: GridLayout, pblocks: np.ndarray) -> tuple:
+    """Work arrays of grid_implicit_blocks for a grid layout: (X, V, P, seen, S, T)."""
+    n = layout.rows * layout.cols
+    m = int(sum((b[4] - b[3]) * (layout.rows - b[0]) for b in layout.blocks))
+    edges = int(pblocks[:, 1].sum())
+    ring = int(pblocks[:, 2].max() + GRID_CHUNK - 1) // GRID_CHUNK + 1
+    X = np.zeros((3, n + GRID_PAD))
+    V = np.zeros((3, n + GRID_PAD))
+    P = np.zeros((3, edges + GRID_PAD))
+    seen = np.full((3, m), np.nan)  # NaN: the first call fills P
+    S = np.zeros(_NS * GRID_CHUNK)
+    T = np.zeros(pblocks.shape[0] * ring * _NT * GRID_CHUNK)
+    return X, V, P, seen, S, T
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
-def implicit_blocks(x, v, spring_a, spring_b, rest, k, c, slots, order, alpha, beta,
-                    force, kv, kv_clamped, b_exact, b_clamped):
-    """Everything a theta-method step needs from the springs, in one pass.
+def _grid_params(k, c, rest, cols, gblocks, pblocks, P, seen):
+    """Copy k, c, rest (spring order) into their slots of P (3, E + pad) unless they equal
+    ``seen`` (3, m), the values P was filled from; then seen := them."""
+    m = k.shape[0]
+    differ = 0
+    s0 = seen[0]
+    s1 = seen[1]
+    s2 = seen[2]
+    for s in range(m):  # loads only: ~8 us on the 64 x 64 cloth, the copy ~17
+        differ += (k[s] != s0[s]) | (c[s] != s1[s]) | (rest[s] != s2[s])
+    if differ == 0:
+        return
+    for s in range(m):
+        s0[s] = k[s]
+        s1[s] = c[s]
+        s2[s] = rest[s]
+    for o in range(gblocks.shape[0]):
+        first = gblocks[o, 2]
+        c0 = gblocks[o, 3]
+        width = gblocks[o, 4] - c0
+        base = pblocks[o, 0]
+        for r in range(pblocks[o, 1] // cols):
+            e = base + r * cols + c0
+            s = first + r * width
+            for q in range(3):
+                src = k if q == 0 else (c if q == 1 else rest)
+                Pq = P[q, e:e + width]
+                sq = src[s:s + width]
+                for j in range(width):
+                    Pq[j] = sq[j]
 
-    force (3, n): spring + damper forces (zeroed first); kv, kv_clamped (3, n):
-    Ks_graph v (exact, and with the transverse term clamped at >= 0); b_exact,
-    b_clamped (6, E): alpha Ks + beta c n n^T per padded edge slot (slots[s] for spring
-    s; other slots are left as they are, zero). Same formulas as stiffness_blocks and
-    spring_forces, in float64. Springs are visited in ``order`` (see interleaved_order).
-    """
-    force[:] = 0.0
-    kv[:] = 0.0
-    kv_clamped[:] = 0.0
-    for t in range(order.shape[0]):
-        s = order[t]
-        i = spring_a[s]
-        j = spring_b[s]
-        e = slots[s]
-        dx = np.float64(x[i, 0]) - x[j, 0]
-        dy = np.float64(x[i, 1]) - x[j, 1]
-        dz = np.float64(x[i, 2]) - x[j, 2]
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
+def _grid_springs(X, V, P, S, T, a0, b0, e, w, alpha, beta):
+    """Springs a0 + j -> b0 + j, slot e + j, j < w: n, g, h (exact, clamped) into S rows,
+    force, Ks u, Ks_clamped u on the lower end into T rows (see the comment above)."""
+    ks_ = P[0, e:e + w]
+    cs_ = P[1, e:e + w]
+    rs_ = P[2, e:e + w]
+    xa0 = X[0, a0:a0 + w]
+    xa1 = X[1, a0:a0 + w]
+    xa2 = X[2, a0:a0 + w]
+    xb0 = X[0, b0:b0 + w]
+    xb1 = X[1, b0:b0 + w]
+    xb2 = X[2, b0:b0 + w]
+    va0 = V[0, a0:a0 + w]
+    va1 = V[1, a0:a0 + w]
+    va2 = V[2, a0:a0 + w]
+    vb0 = V[0, b0:b0 + w]
+    vb1 = V[1, b0:b0 + w]
+    vb2 = V[2, b0:b0 + w]
+    C = GRID_CHUNK
+    for j in range(w):
+        dx = xa0[j] - xb0[j]
+        dy = xa1[j] - xb1[j]
+        dz = xa2[j] - xb2[j]
         length = np.sqrt(dx * dx + dy * dy + dz * dz)
-        if length < MIN_LENGTH:
-            for q in range(6):
-                b_exact[q, e] = 0.0
-                b_clamped[q, e] = 0.0
-            continue
-        inv = 1.0 / length
+        short = length < MIN_LENGTH  # no direction: contributes nothing
+        inv = 0.0 if short else 1.0 / length
+        ks = 0.0 if short else ks_[j]
+        cs = cs_[j]
+        rs = rs_[j]
         nx = dx * inv
         ny = dy * inv
         nz = dz * inv
-        ux = np.float64(v[i, 0]) - v[j, 0]
-        uy = np.float64(v[i, 1]) - v[j, 1]
-        uz = np.float64(v[i, 2]) - v[j, 2]
-        ks = np.float64(k[s])
-        cs = np.float64(c[s])
+        ux = va0[j] - vb0[j]
+        uy = va1[j] - vb1[j]
+        uz = va2[j] - vb2[j]
         un = ux * nx + uy * ny + uz * nz
-        mag = -ks * (length - rest[s]) - cs * un
-        force[0, i] += mag * nx
-        force[1, i] += mag * ny
-        force[2, i] += mag * nz
-        force[0, j] -= mag * nx
-        force[1, j] -= mag * ny
-        force[2, j] -= mag * nz
+        mag = -ks * (length - rs) - cs * un
         damp = beta * cs
-        dxx = damp * nx * nx
-        dyy = damp * ny * ny
-        dzz = damp * nz * nz
-        dxy = damp * nx * ny
-        dxz = damp * nx * nz
-        dyz = damp * ny * nz
-        # Ks = k [(1 - t) n n^T + t I] with t the transverse factor 1 - L / l
-        transverse = 1.0 - rest[s] * inv
+        transverse = 1.0 - rs * inv
+        clamped = max(transverse, 0.0)  # compressed: the clamped Ks drops the t I term
         axial = ks * (1.0 - transverse)
         tr = ks * transverse
-        kxx = axial * nx * nx + tr
-        kyy = axial * ny * ny + tr
-        kzz = axial * nz * nz + tr
-        kxy = axial * nx * ny
-        kxz = axial * nx * nz
-        kyz = axial * ny * nz
-        qx = kxx * ux + kxy * uy + kxz * uz
-        qy = kxy * ux + kyy * uy + kyz * uz
-        qz = kxz * ux + kyz * uy + kzz * uz
-        kv[0, i] += qx
-        kv[1, i] += qy
-        kv[2, i] += qz
-        kv[0, j] -= qx
-        kv[1, j] -= qy
-        kv[2, j] -= qz
-        b_exact[0, e] = alpha * kxx + dxx
-        b_exact[1, e] = alpha * kyy + dyy
-        b_exact[2, e] = alpha * kzz + dzz
-        b_exact[3, e] = alpha * kxy + dxy
-        b_exact[4, e] = alpha * kxz + dxz
-        b_exact[5, e] = alpha * kyz + dyz
-        if transverse < 0.0:  # compressed: the clamped version drops the transverse term
-            kxx = ks * nx * nx
-            kyy = ks * ny * ny
-            kzz = ks * nz * nz
-            kxy = ks * nx * ny
-            kxz = ks * nx * nz
-            kyz = ks * ny * nz
-            qx = kxx * ux + kxy * uy + kxz * uz
-            qy = kxy * ux + kyy * uy + kyz * uz
-            qz = kxz * ux + kyz * uy + kzz * uz
-        kv_clamped[0, i] += qx
-        kv_clamped[1, i] += qy
-        kv_clamped[2, i] += qz
-        kv_clamped[0, j] -= qx
-        kv_clamped[1, j] -= qy
-        kv_clamped[2, j] -= qz
-        b_clamped[0, e] = alpha * kxx + dxx
-        b_clamped[1, e] = alpha * kyy + dyy
-        b_clamped[2, e] = alpha * kzz + dzz
-        b_clamped[3, e] = alpha * kxy + dxy
-        b_clamped[4, e] = alpha * kxz + dxz
-        b_clamped[5, e] = alpha * kyz + dyz
+        axial_c = ks * (1.0 - clamped)
+        tr_c = ks * clamped
+        S[j] = nx
+        S[C + j] = ny
+        S[2 * C + j] = nz
+        S[3 * C + j] = alpha * axial + damp
+        S[4 * C + j] = alpha * tr
+        S[5 * C + j] = alpha * axial_c + damp
+        S[6 * C + j] = alpha * tr_c
+        T[j] = mag * nx
+        T[C + j] = mag * ny
+        T[2 * C + j] = mag * nz
+        au = axial * un
+        T[3 * C + j] = au * nx + tr * ux
+        T[4 * C + j] = au * ny + tr * uy
+        T[5 * C + j] = au * nz + tr * uz
+        au = axial_c * un
+        T[6 * C + j] = au * nx + tr_c * ux
+        T[7 * C + j] = au * ny + tr_c * uy
+        T[8 * C + j] = au * nz + tr_c * uz
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
+def _grid_edge_blocks(S, b, e, w, q):
+    """b[:, e + j] = g n n^T + h I, j < w, with g, h from S rows q, q + 1."""
+    b0 = b[0, e:e + w]
+    b1 = b[1, e:e + w]
+    b2 = b[2, e:e + w]
+    b3 = b[3, e:e + w]
+    b4 = b[4, e:e + w]
+    b5 = b[5, e:e + w]
+    C = GRID_CHUNK
+    for j in range(w):
+        nx = S[j]
+        ny = S[C + j]
+        nz = S[2 * C + j]
+        g = S[q * C + j]
+        h = S[(q + 1) * C + j]
+        gx = g * nx
+        gy = g * ny
+        b0[j] = gx * nx + h
+        b1[j] = gy * ny + h
+        b2[j] = g * nz * nz + h
+        b3[j] = gx * ny
+        b4[j] = gx * nz
+        b5[j] = gy * nz
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
+def _grid_gather(T, y, q, i0, w, tp, tm, plus, minus):
+    """y[d, i0 + j] += T[tp + (q + d) C + j] - T[tm + (q + d) C + j], d < 3, j < w (each
+    term only when plus / minus)."""
+    Tp = T[tp:]
+    Tm = T[tm:]
+    for d in range(3):
+        yd = y[d, i0:i0 + w]
+        r = (q + d) * GRID_CHUNK
+        if plus and minus:
+            for j in range(w):
+                yd[j] += Tp[r + j] - Tm[r + j]
+        elif plus:
+            for j in range(w):
+                yd[j] += Tp[r + j]
+        elif minus:
+            for j in range(w):
+                yd[j] -= Tm[r + j]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def grid_implicit_blocks(x, v, k, c, rest, cols, gblocks, pblocks, alpha, beta,
+                         X, V, P, seen, S, T, force, kv, kv_clamped, b_exact, b_clamped):
+    """Everything a theta-method step needs from the springs of a grid, in one pass.
+
+    x, v (n, 3): state, m and m/s (float32 or float64); k (N/m), c (N*s/m), rest (m):
+    (m,) in spring order, read live (changes are noticed by comparison with ``seen``);
+    cols: row length; gblocks: GridLayout.blocks; pblocks: padded_edges of its offsets;
+    alpha = (theta dt)^2 in s^2, beta = theta dt in s. Scratch from grid_implicit_scratch:
+    X, V, P, seen, S, T. Out: force (N), kv, kv_clamped (Ks_graph v, exact and clamped,
+    N/s), each (3, n + GRID_PAD), pads zero; b_exact, b_clamped (6, E + GRID_PAD): alpha
+    Ks + beta c n n^T per padded edge slot, zero in slots without a spring. All in float64
+    (the blocks stored in their arrays' dtype), same formulas as stiffness_blocks,
+    system_product and spring_forces; per-node sums run offset block by offset block.
+    """
+    n = x.shape[0]
+    C = GRID_CHUNK
+    nb = gblocks.shape[0]
+    ring = T.shape[0] // (nb * _NT * C)  # chunks of T kept per offset block
+    _grid_params(k, c, rest, cols, gblocks, pblocks, P, seen)
+    force[:] = 0.0
+    kv[:] = 0.0
+    kv_clamped[:] = 0.0
+    xf = x.reshape(-1)  # flat rows: a constant stride of 3
+    vf = v.reshape(-1)
+    for d in range(3):
+        Xd = X[d]
+        Vd = V[d]
+        for i in range(n):
+            Xd[i] = xf[3 * i + d]
+        for i in range(n):
+            Vd[i] = vf[3 * i + d]
+    # chunk by chunk of nodes: first the springs of every offset block whose lower ends
+    # are in the chunk (slots A .. A + C - 1), T kept in a ring of chunks per block; then
+    # each node i of the chunk gets + T(slot i) and - T(slot i - shift) of each block
+    for A in range(0, n, C):
+        for o in range(nb):
+            count = pblocks[o, 1]
+            if A >= count:
+                continue
+            e = pblocks[o, 0] + A
+            shift = pblocks[o, 2]
+            w = min(C, count - A)
+            Tc = T[(o * ring + (A // C) % ring) * _NT * C:]
+            _grid_springs(X, V, P, S, Tc, A, A + shift, e, w, alpha, beta)
+            _grid_edge_blocks(S, b_exact, e, w, 3)
+            _grid_edge_blocks(S, b_clamped, e, w, 5)
+        hi = min(A + C, n)
+        for o in range(nb):
+            count = pblocks[o, 1]
+            shift = pblocks[o, 2]
+            To = T[o * ring * _NT * C:(o + 1) * ring * _NT * C]
+            i = A
+            while i < hi:  # pieces with one source chunk for each term
+                plus = i < count
+                minus = shift <= i < count + shift
+                lim = hi
+                if plus:
+                    lim = min(lim, count, (i // C + 1) * C)
+                if minus:
+                    lim = min(lim, count + shift, ((i - shift) // C + 1) * C + shift)
+                elif i < shift:
+                    lim = min(lim, shift)
+                tp = tm = 0
+                if plus:
+                    tp = ((i // C) % ring) * _NT * C + i % C
+                if minus:
+                    tm = (((i - shift) // C) % ring) * _NT * C + (i - shift) % C
+                _grid_gather(To, force, 0, i, lim - i, tp, tm, plus, minus)
+                _grid_gather(To, kv, 3, i, lim - i, tp, tm, plus, minus)
+                _grid_gather(To, kv_clamped, 6, i, lim - i, tp, tm, plus, minus)
+                i = lim
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})

@@ -48,9 +48,9 @@ from numba import njit, prange
 
 from . import parallel
 from .forces import (
-    GRID_PAD, MIN_LENGTH, edge_colouring, grid_accumulate, grid_layout, grid_load_row,
-    grid_spring_row, implicit_blocks, interleaved_order, padded_edges, spring_forces, spring_slots,
-    stiffness_blocks, system_product,
+    GRID_PAD, MIN_LENGTH, edge_colouring, grid_accumulate, grid_implicit_blocks,
+    grid_implicit_scratch, grid_layout, grid_load_row, grid_spring_row, padded_edges,
+    spring_forces, stiffness_blocks, system_product,
 )
 from .solvers import NEGATIVE_CURVATURE, GridMultigrid, conjugate_gradient, grid_pcg
 
@@ -706,8 +706,11 @@ class _GridImplicit:
         rows, cols = layout.rows, layout.cols
         offsets = [(int(b[0]), int(b[1])) for b in layout.blocks]
         self.pblocks = padded_edges(rows, cols, offsets)
-        self.slots = spring_slots(layout, self.pblocks)
-        self.order = interleaved_order(d.spring_a.shape[0])
+        self.cols = cols
+        self.gblocks = layout.blocks
+        # the kernel's work arrays, among them k, c, rest per edge slot (refreshed inside
+        # whenever the live d.k, d.c, d.rest differ from the copy it keeps)
+        self.scratch = grid_implicit_scratch(layout, self.pblocks)
         self.mg = GridMultigrid(rows, cols, offsets, workspaces=2)
         edges = int(self.pblocks[:, 1].sum())
         n = rows * cols
@@ -740,10 +743,9 @@ class _GridImplicit:
     def step(self, d: StepData, dt: float, theta: float) -> float:
         alpha = theta * theta * dt * dt
         beta = theta * dt
-        implicit_blocks(d.x, d.v, d.spring_a, d.spring_b, d.rest, d.k, d.c, self.slots,
-                        self.order, alpha, beta, self.force, self.kv, self.kv_clamped,
-                        self.b_exact,
-                        self.b_clamped)
+        grid_implicit_blocks(d.x, d.v, d.k, d.c, d.rest, self.cols, self.gblocks, self.pblocks,
+                             alpha, beta, *self.scratch, self.force, self.kv,
+                             self.kv_clamped, self.b_exact, self.b_clamped)
         self.op_diag[:3, :d.mass.shape[0]] = d.mass
         self.mg.setup(d.mass, d.fixed, self.b_clamped)
         stats = d.stats
