@@ -99,7 +99,7 @@ class StepData:
     fixed: np.ndarray
     gravity: np.ndarray
     drag: float = 0.0
-    cg_tolerance: float = 1e-6
+    cg_tolerance: float = 1e-4
     cg_max_iterations: int = 200
     stats: SolverStats = field(default_factory=SolverStats)
     grid_shape: tuple[int, int] | None = None

@@ -70,7 +70,11 @@ class Simulation:
         time constant, so its velocity follows the mouse smoothly across substeps.
     cg_tolerance, cg_max_iterations : stopping rule of the implicit integrators' conjugate
         gradient (relative residual |r| / |rhs|). Momentum is conserved to about the
-        tolerance times the impulse of a step.
+        tolerance times the impulse of a step. The default 1e-4 keeps the solver's error
+        far below the integrator's own: on the stiff 64 x 64 cloth at dt = 1/60 s,
+        backward Euler's positions after 1 s differ by < 1 mm from a 1e-10 solve, and by
+        ~0.6 m from a reference at dt = 1/3400 s (docs/performance.md); lower it for
+        tight conservation checks.
     """
 
     def __init__(
@@ -85,7 +89,7 @@ class Simulation:
         dtype: Any = np.float64,
         max_speed: float = 1e4,
         grab_follow_time: float = 1.0 / 60.0,
-        cg_tolerance: float = 1e-6,
+        cg_tolerance: float = 1e-4,
         cg_max_iterations: int = 200,
     ):
         if not isinstance(system, SpringSystem):

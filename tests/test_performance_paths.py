@@ -275,7 +275,8 @@ def test_k_cycle_is_positive_and_needs_fewer_iterations_than_the_v_cycle():
     system = standard_cloth(32, 400.0)
     iterations = {}
     for kcycle_levels in (0, 2):
-        sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler")
+        sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
+                            cg_tolerance=1e-6)
         sim._data.implicit_path().mg.set_kcycle_levels(kcycle_levels)
         sim.step(20)
         assert sim.solver_stats.converged
