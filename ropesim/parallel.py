@@ -118,8 +118,9 @@ class Chooser:
 
     Both versions must give identical results. In 'auto' mode the first call of each
     version is not timed (it may compile); then each version is timed for ``probe``
-    calls, and from there on the one with the lower median of its last ``probe`` call
-    times runs, while the other one is re-timed for ``probe`` calls after ``interval``
+    calls (one after the other, or alternating call by call with ``interleave``, for
+    calls whose cost drifts), and from there on the one with the lower median (or mean,
+    ``statistic``) of its last ``probe`` call times runs, while the other one is re-timed for ``probe`` calls after ``interval``
     seconds (the interval doubles, up to ``max_interval``, each time the re-timing
     confirms the choice, and starts over when it flips it). Usage::
 
@@ -127,8 +128,14 @@ class Chooser:
         start = time.perf_counter(); run(parallel); chooser.record(parallel, start)
     """
 
-    def __init__(self, probe: int = 5, interval: float = 0.25, max_interval: float = 2.0):
+    def __init__(self, probe: int = 5, interval: float = 0.25, max_interval: float = 2.0,
+                 statistic: str = "median", interleave: bool = False):
+        if statistic not in ("median", "mean"):
+            raise ValueError(f"statistic: allowed median, mean, got {statistic!r}")
         self.probe = probe
+        self.interleave = interleave
+        self._turn = False
+        self._summary = _median if statistic == "median" else _mean
         self.base_interval = interval
         self.max_interval = max_interval
         self.interval = interval
@@ -144,14 +151,17 @@ class Chooser:
         """Should the next call run the parallel version?"""
         if _mode != "auto":
             return _mode == "parallel"
-        if self.calls[0] <= self.probe:
-            return False
-        if self.calls[1] <= self.probe:
-            return True
+        if self.calls[0] <= self.probe or self.calls[1] <= self.probe:
+            if self.interleave:
+                return self.calls[1] < self.calls[0]
+            return self.calls[0] > self.probe
         if self._probing < 0 and time.perf_counter() >= self._next_probe:
             self._probing = 1 - self.best
             self._probe_left = self.probe
         if self._probing >= 0:
+            if self.interleave:  # alternate with the current choice while re-timing
+                self._turn = not self._turn
+                return bool(self._probing if self._turn else self.best)
             return bool(self._probing)
         return bool(self.best)
 
@@ -171,7 +181,7 @@ class Chooser:
             del samples[0]
         if self.calls[0] <= self.probe or self.calls[1] <= self.probe:
             return
-        best = int(_median(self.samples[1]) < _median(self.samples[0]))
+        best = int(self._summary(self.samples[1]) < self._summary(self.samples[0]))
         if self._next_probe == 0.0:  # both versions timed for the first time
             self._next_probe = now + self.interval
         if self._probing == which:
@@ -189,7 +199,7 @@ class Chooser:
             self.best = best
 
     def __repr__(self) -> str:
-        med = [(_median(s) * 1e6 if s else float("nan")) for s in self.samples]
+        med = [(self._summary(s) * 1e6 if s else float("nan")) for s in self.samples]
         return (f"Chooser(best={'parallel' if self.best else 'serial'}, "
                 f"serial {med[0]:.1f} us, parallel {med[1]:.1f} us, calls={self.calls})")
 
@@ -206,6 +216,10 @@ def helper_thread():
 
         _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ropesim-helper")
     return _helper
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def _median(values: list[float]) -> float:
