@@ -330,19 +330,23 @@ def test_threading_is_configured_before_any_parallel_launch():
 
 
 def test_interleaved_chooser_sees_through_costs_that_come_in_runs(monkeypatch):
-    # parallel: 0.7x the serial time on "hard" calls, 1.1x on "easy" ones, in runs of 11;
-    # timing each version on its own stretch of calls would compare different mixes
+    # parallel: 0.7x the serial time on "hard" calls, 1.1x on "easy" ones, which come in
+    # runs of 11. Timing each version on its own stretch of calls (serial on easy ones,
+    # then parallel on hard ones) would pick serial; alternating sees the same mix.
     monkeypatch.setattr(parallel, "_mode", "auto")
     clock = [0.0]
     monkeypatch.setattr(parallel.time, "perf_counter", lambda: clock[0])
-    chooser = parallel.Chooser(probe=10, statistic="mean", interleave=True)
-    for call in range(80):
-        use = chooser.parallel()
-        hard = (call // 11) % 2 == 0
-        start = clock[0]
-        clock[0] += (1.0e-3 if hard else 0.5e-3) * ((0.7 if hard else 1.1) if use else 1.0)
-        chooser.record(use, start)
-    assert chooser.best == 1
+    picks = {}
+    for interleave in (False, True):
+        chooser = parallel.Chooser(probe=10, statistic="mean", interleave=interleave)
+        for call in range(22):
+            use = chooser.parallel()
+            hard = call >= 11
+            start = clock[0]
+            clock[0] += (1.0e-3 if hard else 0.5e-3) * ((0.7 if hard else 1.1) if use else 1.0)
+            chooser.record(use, start)
+        picks[interleave] = chooser.best
+    assert picks == {False: 0, True: 1}
 
 
 def test_chooser_follows_the_faster_version(monkeypatch):
