@@ -445,6 +445,15 @@ def edge_colouring(spring_a, spring_b, n_particles: int):
 # zero blocks). Then the other end is a + shift[o] (shift = dr * cols + dc) and a whole
 # offset block is one long contiguous loop. Vectors are structure-of-arrays (3, n + pad);
 # the pad entries stay zero.
+#
+# A spring's block is b = g n n^T + h I (g = alpha k L/l + beta c >= 0 along the spring,
+# h = alpha k (1 - L/l) across it). The fine grid stores it compact, as the 4 rows
+# (sqrt(g) n, h): b q = w (w . q) + h q. Two thirds of the memory of (xx, yy, zz, xy,
+# xz, yz), and the products on the fine grid are limited by that memory. Coarse
+# multigrid levels (sums of such blocks) keep the 6 entries.
+
+#: rows of a compact edge block (w = sqrt(g) n, h)
+COMPACT_ROWS = 4
 
 #: zero entries after the n nodes of a grid vector (covers shift overshoot at the end)
 GRID_PAD = 2 * GRID_MAX_OFFSET
@@ -600,28 +609,19 @@ def _grid_springs(X, V, P, S, T, a0, b0, e, w, alpha, beta):
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
       inline="always")
 def _grid_edge_blocks(S, b, e, w, q):
-    """b[:, e + j] = g n n^T + h I, j < w, with g, h from S rows q, q + 1."""
+    """b[:, e + j] = compact g n n^T + h I, j < w: (sqrt(g) n, h), with g, h from S rows
+    q, q + 1."""
     b0 = b[0, e:e + w]
     b1 = b[1, e:e + w]
     b2 = b[2, e:e + w]
     b3 = b[3, e:e + w]
-    b4 = b[4, e:e + w]
-    b5 = b[5, e:e + w]
     C = GRID_CHUNK
     for j in range(w):
-        nx = S[j]
-        ny = S[C + j]
-        nz = S[2 * C + j]
-        g = S[q * C + j]
-        h = S[(q + 1) * C + j]
-        gx = g * nx
-        gy = g * ny
-        b0[j] = gx * nx + h
-        b1[j] = gy * ny + h
-        b2[j] = g * nz * nz + h
-        b3[j] = gx * ny
-        b4[j] = gx * nz
-        b5[j] = gy * nz
+        root = np.sqrt(max(S[q * C + j], 0.0))
+        b0[j] = root * S[j]
+        b1[j] = root * S[C + j]
+        b2[j] = root * S[2 * C + j]
+        b3[j] = S[(q + 1) * C + j]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
@@ -655,8 +655,9 @@ def grid_implicit_blocks(x, v, k, c, rest, cols, gblocks, pblocks, alpha, beta,
     cols: row length; gblocks: GridLayout.blocks; pblocks: padded_edges of its offsets;
     alpha = (theta dt)^2 in s^2, beta = theta dt in s. Scratch from grid_implicit_scratch:
     X, V, P, seen, S, T. Out: force (N), kv, kv_clamped (Ks_graph v, exact and clamped,
-    N/s), each (3, n + GRID_PAD), pads zero; b_exact, b_clamped (6, E + GRID_PAD): alpha
-    Ks + beta c n n^T per padded edge slot, zero in slots without a spring. All in float64
+    N/s), each (3, n + GRID_PAD), pads zero; b_exact, b_clamped (COMPACT_ROWS,
+    E + GRID_PAD): alpha Ks + beta c n n^T per padded edge slot, compact (see above),
+    zero in slots without a spring. All in float64
     (the blocks stored in their arrays' dtype), same formulas as stiffness_blocks,
     system_product and spring_forces; per-node sums run offset block by offset block.
     """
@@ -719,20 +720,13 @@ def grid_implicit_blocks(x, v, k, c, rest, cols, gblocks, pblocks, alpha, beta,
                 i = lim
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
-def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
-    """y = A x on a grid level: A = blockdiag(diag) + the graph Laplacian of the edge blocks.
-
-    x, y, temp (3, n + pad); diag (6, n) symmetric node blocks; edges (6, E) padded
-    layout with pblocks (nb, 3) = (base, count, shift); rows of fixed nodes are zero.
-    """
-    n = fixed.shape[0]
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
+def _node_blocks(x, diag, y, n):
+    """y = blockdiag(diag) x over n nodes."""
     x0 = x[0]
     x1 = x[1]
     x2 = x[2]
-    y0 = y[0]
-    y1 = y[1]
-    y2 = y[2]
     d0 = diag[0]
     d1 = diag[1]
     d2 = diag[2]
@@ -740,13 +734,65 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
     d4 = diag[4]
     d5 = diag[5]
     for i in range(n):
-        y0[i] = d0[i] * x0[i] + d3[i] * x1[i] + d4[i] * x2[i]
-        y1[i] = d3[i] * x0[i] + d1[i] * x1[i] + d5[i] * x2[i]
-        y2[i] = d4[i] * x0[i] + d5[i] * x1[i] + d2[i] * x2[i]
-    for i in range(n, y0.shape[0]):
-        y0[i] = 0.0
-        y1[i] = 0.0
-        y2[i] = 0.0
+        y[0, i] = d0[i] * x0[i] + d3[i] * x1[i] + d4[i] * x2[i]
+        y[1, i] = d3[i] * x0[i] + d1[i] * x1[i] + d5[i] * x2[i]
+        y[2, i] = d4[i] * x0[i] + d5[i] * x1[i] + d2[i] * x2[i]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
+def _edge_scatter(temp, y, count, shift, n):
+    """y[i] += temp[i] (edges whose lower end is i), then y[i] -= temp[i - shift] (upper
+    end), as one pass over y per component (bit-identical to two passes, a third fewer
+    loads and stores); writes into the pad are left for the caller to zero."""
+    if count < 512:  # small (coarse multigrid) levels: two plain passes cost less
+        for d in range(3):
+            ya = y[d, :count]
+            yb = y[d, shift:shift + count]
+            td = temp[d, :count]
+            for a in range(count):
+                ya[a] += td[a]
+            for a in range(count):
+                yb[a] -= td[a]
+        return
+    lo = max(count, shift)
+    hi = min(count + shift, n)
+    for d in range(3):
+        yd = y[d]
+        td = temp[d]
+        for i in range(min(shift, count)):
+            yd[i] += td[i]
+        if shift < count:
+            yb = yd[shift:count]
+            tq = td[shift:count]
+            tb = td[:count - shift]
+            for i in range(count - shift):
+                yb[i] = (yb[i] + tq[i]) - tb[i]
+        if hi > lo:
+            ys = yd[lo:hi]
+            ts = td[lo - shift:hi - shift]
+            for i in range(hi - lo):
+                ys[i] -= ts[i]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
+      inline="always")
+def _zero_fixed_and_pad(y, fixed, n):
+    for i in range(n):
+        if fixed[i]:
+            y[0, i] = 0.0
+            y[1, i] = 0.0
+            y[2, i] = 0.0
+    for i in range(n, y.shape[1]):
+        y[0, i] = 0.0
+        y[1, i] = 0.0
+        y[2, i] = 0.0
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def _apply_full(x, diag, edges, pblocks, fixed, temp, y):
+    n = fixed.shape[0]
+    _node_blocks(x, diag, y, n)
     for o in range(pblocks.shape[0]):
         base = pblocks[o, 0]
         count = pblocks[o, 1]
@@ -757,12 +803,12 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
         b3 = edges[3, base:base + count]
         b4 = edges[4, base:base + count]
         b5 = edges[5, base:base + count]
-        xa0 = x0[:count]
-        xa1 = x1[:count]
-        xa2 = x2[:count]
-        xb0 = x0[shift:shift + count]
-        xb1 = x1[shift:shift + count]
-        xb2 = x2[shift:shift + count]
+        xa0 = x[0, :count]
+        xa1 = x[1, :count]
+        xa2 = x[2, :count]
+        xb0 = x[0, shift:shift + count]
+        xb1 = x[1, shift:shift + count]
+        xb2 = x[2, shift:shift + count]
         t0 = temp[0, :count]
         t1 = temp[1, :count]
         t2 = temp[2, :count]
@@ -773,44 +819,52 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
             t0[a] = b0[a] * q0 + b3[a] * q1 + b4[a] * q2
             t1[a] = b3[a] * q0 + b1[a] * q1 + b5[a] * q2
             t2[a] = b4[a] * q0 + b5[a] * q1 + b2[a] * q2
-        # the scatter as one pass over y per component: node i gets + t[i] (the edge
-        # whose lower end it is), then - t[i - shift] (upper end), in the order of the
-        # two scatter passes this replaces (bit-identical), with a third fewer loads and
-        # stores. Writes past n (the pad) are skipped: the pad is zeroed below.
-        lo = max(count, shift)
-        hi = min(count + shift, n)
-        if count < 512:  # small (coarse multigrid) levels: two plain passes cost less
-            for d in range(3):
-                ya = y[d, :count]
-                yb = y[d, shift:shift + count]
-                td = temp[d, :count]
-                for a in range(count):
-                    ya[a] += td[a]
-                for a in range(count):
-                    yb[a] -= td[a]
-            continue
-        for d in range(3):
-            yd = y[d]
-            td = temp[d]
-            for i in range(min(shift, count)):
-                yd[i] += td[i]
-            if shift < count:
-                yb = yd[shift:count]
-                tq = td[shift:count]
-                tb = td[:count - shift]
-                for i in range(count - shift):
-                    yb[i] = (yb[i] + tq[i]) - tb[i]
-            if hi > lo:
-                ys = yd[lo:hi]
-                ts = td[lo - shift:hi - shift]
-                for i in range(hi - lo):
-                    ys[i] -= ts[i]
-    for i in range(n):
-        if fixed[i]:
-            y0[i] = 0.0
-            y1[i] = 0.0
-            y2[i] = 0.0
-    for i in range(n, y0.shape[0]):
-        y0[i] = 0.0
-        y1[i] = 0.0
-        y2[i] = 0.0
+        _edge_scatter(temp, y, count, shift, n)
+    _zero_fixed_and_pad(y, fixed, n)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def _apply_compact(x, diag, edges, pblocks, fixed, temp, y):
+    n = fixed.shape[0]
+    _node_blocks(x, diag, y, n)
+    for o in range(pblocks.shape[0]):
+        base = pblocks[o, 0]
+        count = pblocks[o, 1]
+        shift = pblocks[o, 2]
+        w0 = edges[0, base:base + count]
+        w1 = edges[1, base:base + count]
+        w2 = edges[2, base:base + count]
+        h = edges[3, base:base + count]
+        xa0 = x[0, :count]
+        xa1 = x[1, :count]
+        xa2 = x[2, :count]
+        xb0 = x[0, shift:shift + count]
+        xb1 = x[1, shift:shift + count]
+        xb2 = x[2, shift:shift + count]
+        t0 = temp[0, :count]
+        t1 = temp[1, :count]
+        t2 = temp[2, :count]
+        for a in range(count):
+            q0 = xa0[a] - xb0[a]
+            q1 = xa1[a] - xb1[a]
+            q2 = xa2[a] - xb2[a]
+            s = w0[a] * q0 + w1[a] * q1 + w2[a] * q2
+            t0[a] = w0[a] * s + h[a] * q0
+            t1[a] = w1[a] * s + h[a] * q1
+            t2[a] = w2[a] * s + h[a] * q2
+        _edge_scatter(temp, y, count, shift, n)
+    _zero_fixed_and_pad(y, fixed, n)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
+    """y = A x on a grid level: A = blockdiag(diag) + the graph Laplacian of the edge blocks.
+
+    x, y, temp (3, n + pad); diag (6, n) symmetric node blocks; edges (6, E) in the padded
+    layout of pblocks (nb, 3) = (base, count, shift), or (COMPACT_ROWS, E) compact
+    blocks; rows of fixed nodes are zero.
+    """
+    if edges.shape[0] == COMPACT_ROWS:
+        _apply_compact(x, diag, edges, pblocks, fixed, temp, y)
+    else:
+        _apply_full(x, diag, edges, pblocks, fixed, temp, y)

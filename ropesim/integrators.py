@@ -48,7 +48,7 @@ from numba import njit, prange
 
 from . import parallel
 from .forces import (
-    GRID_PAD, MIN_LENGTH, edge_colouring, grid_accumulate, grid_implicit_blocks,
+    COMPACT_ROWS, GRID_PAD, MIN_LENGTH, edge_colouring, grid_accumulate, grid_implicit_blocks,
     grid_implicit_scratch, grid_layout, grid_load_row, grid_spring_row, padded_edges,
     spring_forces, stiffness_blocks, system_product,
 )
@@ -719,8 +719,8 @@ class _GridImplicit:
         # Jacobian is no more exact than float32 anyway, and float32 blocks halve the
         # memory traffic of CG's product (which still multiplies and sums in float64)
         op_dtype = np.float32 if d.x.dtype == np.float32 else np.float64
-        self.b_exact = np.zeros((6, edges + GRID_PAD), op_dtype)
-        self.b_clamped = np.zeros((6, edges + GRID_PAD), op_dtype)
+        self.b_exact = np.zeros((COMPACT_ROWS, edges + GRID_PAD), op_dtype)
+        self.b_clamped = np.zeros((COMPACT_ROWS, edges + GRID_PAD), op_dtype)
         self.force = np.zeros((3, n + GRID_PAD))
         self.kv = np.zeros((3, n + GRID_PAD))
         self.kv_clamped = np.zeros((3, n + GRID_PAD))

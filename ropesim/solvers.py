@@ -104,7 +104,7 @@ def conjugate_gradient(
 # first two levels therefore use K-cycles (see mg_cycle), ~13 iterations, and CG is the
 # flexible variant that a nonlinear preconditioner needs.
 
-from .forces import GRID_PAD, grid_apply, padded_edges  # noqa: E402
+from .forces import COMPACT_ROWS, GRID_PAD, grid_apply, padded_edges  # noqa: E402
 
 
 class GridMultigrid:
@@ -185,7 +185,6 @@ class GridMultigrid:
             self.agg[self.node_off[l]:self.node_off[l] + agg.size] = agg
             self.eco[self.edge_off[l]:self.edge_off[l] + eco.size] = eco
         # flat storage, each level a contiguous (6, E_l), (6, n_l) or (3, n_l + pad) block
-        self.edges = np.zeros(6 * max(total_edges, 1), dtype)
         self.diag = np.zeros(6 * total_nodes, dtype)
         self.dinv = np.zeros(6 * total_nodes, dtype)
         self.fixed = np.zeros(total_nodes, np.uint8)
@@ -198,10 +197,15 @@ class GridMultigrid:
             return tuple(flat[k * off[l]:k * off[l + 1]].reshape(k, off[l + 1] - off[l])
                          for l in range(self.levels))
 
-        self.edges_l = views(self.edges, self.edge_off, 6)
+        # level 0 keeps the compact blocks it is given (forces.COMPACT_ROWS rows), the
+        # coarse levels (Galerkin sums) all 6 entries
+        self.edges_l = tuple(
+            np.zeros((COMPACT_ROWS if l == 0 else 6, self.edge_off[l + 1] - self.edge_off[l]),
+                     dtype) for l in range(self.levels))
         self.diag_l = views(self.diag, self.node_off, 6)
         self.dinv_l = views(self.dinv, self.node_off, 6)
         self.fine_edges = self.edges_l[0]  # level 0 edge blocks, refreshed every solve
+        self.fine_full = np.zeros((6, self.fine_edges.shape[1]), dtype)  # expanded
         self.cols = np.array([c for _, c in dims], dtype=np.int64)
         # per solver: cycle vectors X (solution), B (right-hand side), R (residual), T
         # (scratch), C1, V1 (the K-cycle's first direction and its product), the K-cycle's
@@ -238,7 +242,7 @@ class GridMultigrid:
             self.fine_edges[...] = fine_edges
         _mg_setup(mass, fixed, self.levels, self.nodes, self.node_off, self.edge_off,
                   self.pb_off, self.pblocks, self.edges_l, self.diag_l, self.dinv_l, self.fixed,
-                  self.agg, self.eco, self.factor, self.inverse)
+                  self.agg, self.eco, self.factor, self.inverse, self.fine_full)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -266,11 +270,29 @@ def _assign(dst, src):
             dst[d, i] = src[d, i]
 
 
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def _expand_compact(compact, full):
+    """full = the (xx, yy, zz, xy, xz, yz) rows of compact (w, h) blocks, w w^T + h I."""
+    w0 = compact[0]
+    w1 = compact[1]
+    w2 = compact[2]
+    h = compact[3]
+    for e in range(compact.shape[1]):
+        full[0, e] = w0[e] * w0[e] + h[e]
+        full[1, e] = w1[e] * w1[e] + h[e]
+        full[2, e] = w2[e] * w2[e] + h[e]
+        full[3, e] = w0[e] * w1[e]
+        full[4, e] = w0[e] * w2[e]
+        full[5, e] = w1[e] * w2[e]
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, edges_l,
-              diag_l, dinv_l, fixed, agg, eco, factor, inverse):
+              diag_l, dinv_l, fixed, agg, eco, factor, inverse, fine_full):
     """Refresh every level (Galerkin coarse operators, block-Jacobi inverses, coarsest
-    inverse, via Cholesky) from level 0's edge blocks, the masses and the fixed flags."""
+    inverse, via Cholesky) from level 0's edge blocks, the masses and the fixed flags.
+    Level 0's compact blocks are expanded into fine_full (6, E0) first."""
+    _expand_compact(edges_l[0], fine_full)
     n0 = mass.shape[0]
     diag = diag_l[0]
     for i in range(n0):
@@ -286,7 +308,7 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
         n = nodes[l]
         diag = diag_l[l]
         dinv = dinv_l[l]
-        edges = edges_l[l]
+        edges = fine_full if l == 0 else edges_l[l]
         # node blocks with their edges: D = diag + sum of incident edge blocks
         _assign(dinv, diag)
         for o in range(pb_off[l], pb_off[l + 1]):
@@ -355,7 +377,7 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
     no = node_off[l]
     n = nodes[l]
     diag = diag_l[l]
-    edges = edges_l[l]
+    edges = fine_full if l == 0 else edges_l[l]
     m = 3 * n
     factor[:, :] = 0.0
     for i in range(n):

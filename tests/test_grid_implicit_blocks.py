@@ -8,7 +8,7 @@ import pytest
 import ropesim as rs
 from ropesim import integrators
 from ropesim.forces import (
-    GRID_CHUNK, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch, grid_layout,
+    COMPACT_ROWS, GRID_CHUNK, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch, grid_layout,
     padded_edges, spring_forces, stiffness_blocks, system_product,
 )
 
@@ -48,7 +48,7 @@ class Case:
         self.scratch = grid_implicit_scratch(self.layout, self.pblocks)
         op = np.float32 if dtype == np.float32 else np.float64
         self.out = [np.full((3, self.n + GRID_PAD), 7.0) for _ in range(3)]  # zeroed inside
-        self.out += [np.zeros((6, self.edges + GRID_PAD), op) for _ in range(2)]
+        self.out += [np.zeros((COMPACT_ROWS, self.edges + GRID_PAD), op) for _ in range(2)]
 
     def run(self):
         grid_implicit_blocks(self.x, self.v, self.k, self.c, self.rest, self.layout.cols,
@@ -76,6 +76,13 @@ class Case:
         return force, kvs[0], kvs[1], blocks[0], blocks[1]
 
 
+def expand(compact):
+    """(xx, yy, zz, xy, xz, yz) rows of compact (w, h) blocks: w w^T + h I."""
+    w, h = compact[:3], compact[3]
+    return np.stack([w[0] * w[0] + h, w[1] * w[1] + h, w[2] * w[2] + h,
+                     w[0] * w[1], w[0] * w[2], w[1] * w[2]])
+
+
 def check(case, rtol=1e-12, block_rtol=1e-12):
     """Run the kernel on ``case`` and compare with the general kernels (tolerances relative
     to the largest entry); returns the reference."""
@@ -88,8 +95,10 @@ def check(case, rtol=1e-12, block_rtol=1e-12):
         np.testing.assert_allclose(got[:, :n].T, want, rtol=0, atol=rtol * scale)
     unused = np.ones(edges, bool)
     unused[case.slots] = False
-    for got, want in zip((b_exact, b_clamped), ref[3:]):
-        assert np.all(np.isfinite(got))
+    for compact, want in zip((b_exact, b_clamped), ref[3:]):
+        assert np.all(np.isfinite(compact))
+        assert np.all(compact[:, edges:] == 0.0)  # pads
+        got = expand(compact.astype(np.float64))
         assert np.all(got[:, edges:] == 0.0)  # pads
         assert np.all(got[:, :edges][:, unused] == 0.0)  # slots without a spring
         scale = np.abs(want).max()
