@@ -742,6 +742,13 @@ class _GridImplicit:
         self.chooser = (parallel.Chooser(probe=10, statistic="mean", interleave=True)
                         if parallel.threads() > 1 else None)
         self.concurrent_steps = 0  # steps that ran both attempts at once
+        self.pending = None  # a clamped attempt told to stop, maybe still running
+
+    def finish(self) -> None:
+        """Wait for a clamped attempt that was told to stop (it uses the operators)."""
+        if self.pending is not None:
+            self.pending.result()
+            self.pending = None
 
     def step(self, d: StepData, dt: float, theta: float) -> float:
         alpha = theta * theta * dt * dt
@@ -750,6 +757,7 @@ class _GridImplicit:
                              alpha, beta, *self.scratch, self.force, self.kv,
                              self.kv_clamped, self.b_exact, self.b_clamped)
         self.op_diag[:3, :d.mass.shape[0]] = d.mass
+        self.finish()  # a stopped clamped attempt of the last step still reads the operators
         self.mg.setup(d.mass, d.fixed, self.b_clamped)
         stats = d.stats
         mg = self.mg.arrays()
@@ -772,8 +780,11 @@ class _GridImplicit:
             clamped = parallel.helper_thread().submit(solve, 1)
             outcomes = [solve(0)]
             if outcomes[0][0] != NEGATIVE_CURVATURE:
+                # not needed: it stops within an iteration, waited for by the next step
                 self.stop[0] = 1
-            outcomes.append(clamped.result())
+                self.pending = clamped
+            else:
+                outcomes.append(clamped.result())
         else:
             outcomes = [solve(0)]
             if outcomes[0][0] == NEGATIVE_CURVATURE:
