@@ -114,53 +114,42 @@ def explicit(p: dict) -> dict:
 
 def implicit(p: dict) -> dict:
     """The stiff 64x64 cloth: one simulated second of backward Euler at dt = 1/60
-    against symplectic Euler at the largest dt it survives."""
+    against symplectic Euler at the largest dt it survives. The two are timed
+    alternately, ``reps`` times each (fresh simulations), and the medians reported: the
+    machine's speed drifts, and a ratio of two single runs far apart would carry it."""
     import warnings
 
     import ropesim as rs
+    from ropesim import parallel
 
     warnings.simplefilter("ignore")
     n = int(p.get("n", 64))
+    reps = int(p.get("reps", 3))
     dtype = np.dtype(p.get("dtype", "float64"))
     system, k = stiff_cloth_system(n)
     out = {"n": n, "dtype": dtype.name, "stiffness": k, "springs": system.n_springs}
     tol = float(p.get("cg_tolerance", 1e-4))
     # "serial": backward Euler's two CG attempts one after the other, never at once
-    from ropesim import parallel
-
     be_mode = p.get("be_parallel", "auto")
     out["be_parallel"] = be_mode
-    parallel.set_mode(be_mode)
-    # backward Euler, dt = 1/60: warm-up run (compiles), then one simulated second
-    warm = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
-                         cg_tolerance=tol)
-    t = time.perf_counter()
-    warm.step(1)
-    out["be_first_call_s"] = time.perf_counter() - t
-    sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
-                        cg_tolerance=tol)
-    iterations = []
-    t = time.perf_counter()
-    for _ in range(60):
-        sim.step()
-        iterations.append(sim.solver_stats.iterations)
-    out["be_second_s"] = time.perf_counter() - t
-    stats = sim.solver_stats
-    out["be_steps_per_s"] = 60 / out["be_second_s"]
-    out["cg_iterations_mean"] = stats.total_iterations / 60
-    out["cg_last_solve_mean"] = float(np.mean(iterations))
-    out["cg_last_solve_max"] = int(max(iterations))
-    out["fallback_steps"] = stats.fallback_steps
     out["cg_tolerance"] = tol
-    out["be_finite"] = bool(np.all(np.isfinite(sim.positions)))
-    out["be_y_mean"] = float(sim.positions[:, 1].mean())
-    out["be_concurrent_steps"] = sim._data.implicit_path().concurrent_steps
-    parallel.set_mode("auto")
-    # accuracy (not timed): the same second solved to 1e-10, and the explicit reference
-    tight = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
-                          cg_tolerance=1e-10)
-    tight.step(60)
-    out["be_solver_error_m"] = float(np.abs(sim.positions - tight.positions).max())
+
+    def backward_euler():
+        parallel.set_mode(be_mode)
+        sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
+                            cg_tolerance=tol)
+        iterations = []
+        t = time.perf_counter()
+        for _ in range(60):
+            sim.step()
+            iterations.append(sim.solver_stats.iterations)
+        elapsed = time.perf_counter() - t
+        parallel.set_mode("auto")
+        return elapsed, sim, iterations
+
+    t = time.perf_counter()
+    backward_euler()  # warm-up (compiles)
+    out["be_first_run_s"] = time.perf_counter() - t
     # symplectic Euler: largest stable dt among 1/3000 ... (it must diverge at 1/3000)
     stable_dt = None
     for steps_per_s in p.get("explicit_rates", (3000, 3100, 3200, 3300, 3400, 3500, 3750,
@@ -175,22 +164,47 @@ def implicit(p: dict) -> dict:
         stable_dt = dt
         break
     out["explicit_dt"] = stable_dt
-    if stable_dt is not None:
-        steps = int(round(1.0 / stable_dt))
+    steps = int(round(1.0 / stable_dt)) if stable_dt else 0
+    be_times, se_times, se_call_times = [], [], []
+    for _ in range(reps):
+        elapsed, sim, iterations = backward_euler()
+        be_times.append(elapsed)
+        if stable_dt is None:
+            continue
         se = rs.Simulation(system, dt=stable_dt, dtype=dtype)
-        reference = rs.Simulation(system, dt=stable_dt, dtype=dtype)
-        reference.step(steps)  # one simulated second from the start, like backward Euler's
-        out["be_time_step_error_m"] = float(np.abs(tight.positions - reference.positions).max())
         se.step(10)
         t = time.perf_counter()
         se.step(steps)
-        out["se_second_s"] = time.perf_counter() - t
+        se_times.append(time.perf_counter() - t)
         se2 = rs.Simulation(system, dt=stable_dt, dtype=dtype)
         se2.step(10)
         t = time.perf_counter()
         for _ in range(steps):
             se2.step()
-        out["se_second_per_call_s"] = time.perf_counter() - t
+        se_call_times.append(time.perf_counter() - t)
+    out["be_second_s"] = float(np.median(be_times))
+    out["be_second_all_s"] = be_times
+    stats = sim.solver_stats
+    out["be_steps_per_s"] = 60 / out["be_second_s"]
+    out["cg_iterations_mean"] = stats.total_iterations / 60
+    out["cg_last_solve_mean"] = float(np.mean(iterations))
+    out["cg_last_solve_max"] = int(max(iterations))
+    out["fallback_steps"] = stats.fallback_steps
+    out["be_finite"] = bool(np.all(np.isfinite(sim.positions)))
+    out["be_y_mean"] = float(sim.positions[:, 1].mean())
+    out["be_concurrent_steps"] = sim._data.implicit_path().concurrent_steps
+    # accuracy (not timed): the same second solved to 1e-10, and the explicit reference
+    tight = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
+                          cg_tolerance=1e-10)
+    tight.step(60)
+    out["be_solver_error_m"] = float(np.abs(sim.positions - tight.positions).max())
+    if stable_dt is not None:
+        reference = rs.Simulation(system, dt=stable_dt, dtype=dtype)
+        reference.step(steps)  # one simulated second from the start, like backward Euler's
+        out["be_time_step_error_m"] = float(np.abs(tight.positions - reference.positions).max())
+        out["se_second_s"] = float(np.median(se_times))
+        out["se_second_all_s"] = se_times
+        out["se_second_per_call_s"] = float(np.median(se_call_times))
         out["se_steps"] = steps
     return out
 

@@ -538,7 +538,9 @@ def implicit_section(data) -> str:
         "benchmarks/workload.py `stiff_cloth_system`): symplectic Euler diverges at "
         "dt = 1/3000 s. One simulated second: backward Euler at dt = 1/60 s (60 steps, "
         "CG tolerance as given) against symplectic Euler at the largest dt that survives a "
-        "simulated second (found by trying 1/3000, 1/3100, ... each run). 'Solver error' is "
+        "simulated second (found by trying 1/3000, 1/3100, ... each run). Within each run the "
+        "two are timed alternately, 3 times each, and the medians taken (the machine's speed "
+        "drifts); the table gives the median over runs. 'Solver error' is "
         "the largest position difference after that second from the same run solved to a "
         "relative residual of 1e-10: what the stopping rule costs in accuracy.")
     add("")
