@@ -720,8 +720,7 @@ def grid_implicit_blocks(x, v, k, c, rest, cols, gblocks, pblocks, alpha, beta,
                 i = lim
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
-      inline="always")
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
 def _node_blocks(x, diag, y, n):
     """y = blockdiag(diag) x over n nodes."""
     x0 = x[0]
@@ -739,8 +738,7 @@ def _node_blocks(x, diag, y, n):
         y[2, i] = d4[i] * x0[i] + d5[i] * x1[i] + d2[i] * x2[i]
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
-      inline="always")
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
 def _edge_scatter(temp, y, count, shift, n):
     """y[i] += temp[i] (edges whose lower end is i), then y[i] -= temp[i - shift] (upper
     end), as one pass over y per component (bit-identical to two passes, a third fewer
@@ -775,8 +773,7 @@ def _edge_scatter(temp, y, count, shift, n):
                 ys[i] -= ts[i]
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
-      inline="always")
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
 def _zero_fixed_and_pad(y, fixed, n):
     for i in range(n):
         if fixed[i]:
@@ -790,7 +787,12 @@ def _zero_fixed_and_pad(y, fixed, n):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
-def _apply_full(x, diag, edges, pblocks, fixed, temp, y):
+def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
+    """y = A x on a grid level: A = blockdiag(diag) + the graph Laplacian of the edge blocks.
+
+    x, y, temp (3, n + pad); diag (6, n) symmetric node blocks; edges (6, E) in the padded
+    layout of pblocks (nb, 3) = (base, count, shift); rows of fixed nodes are zero.
+    """
     n = fixed.shape[0]
     _node_blocks(x, diag, y, n)
     for o in range(pblocks.shape[0]):
@@ -824,7 +826,8 @@ def _apply_full(x, diag, edges, pblocks, fixed, temp, y):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
-def _apply_compact(x, diag, edges, pblocks, fixed, temp, y):
+def grid_apply_compact(x, diag, edges, pblocks, fixed, temp, y):
+    """grid_apply with compact (COMPACT_ROWS, E) edge blocks (the fine grid's)."""
     n = fixed.shape[0]
     _node_blocks(x, diag, y, n)
     for o in range(pblocks.shape[0]):
@@ -854,17 +857,3 @@ def _apply_compact(x, diag, edges, pblocks, fixed, temp, y):
             t2[a] = w2[a] * s + h[a] * q2
         _edge_scatter(temp, y, count, shift, n)
     _zero_fixed_and_pad(y, fixed, n)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
-    """y = A x on a grid level: A = blockdiag(diag) + the graph Laplacian of the edge blocks.
-
-    x, y, temp (3, n + pad); diag (6, n) symmetric node blocks; edges (6, E) in the padded
-    layout of pblocks (nb, 3) = (base, count, shift), or (COMPACT_ROWS, E) compact
-    blocks; rows of fixed nodes are zero.
-    """
-    if edges.shape[0] == COMPACT_ROWS:
-        _apply_compact(x, diag, edges, pblocks, fixed, temp, y)
-    else:
-        _apply_full(x, diag, edges, pblocks, fixed, temp, y)
