@@ -787,24 +787,58 @@ def _zero_fixed_and_pad(y, fixed, n):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def _full_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2):
+    """t = b (xa - xb) per edge of one offset block (from slot base on), b in 6-entry
+    storage; all arguments but edges are the block's 1-D slices."""
+    count = t0.shape[0]
+    b0 = edges[0, base:base + count]
+    b1 = edges[1, base:base + count]
+    b2 = edges[2, base:base + count]
+    b3 = edges[3, base:base + count]
+    b4 = edges[4, base:base + count]
+    b5 = edges[5, base:base + count]
+    for a in range(count):
+        q0 = xa0[a] - xb0[a]
+        q1 = xa1[a] - xb1[a]
+        q2 = xa2[a] - xb2[a]
+        t0[a] = b0[a] * q0 + b3[a] * q1 + b4[a] * q2
+        t1[a] = b3[a] * q0 + b1[a] * q1 + b5[a] * q2
+        t2[a] = b4[a] * q0 + b5[a] * q1 + b2[a] * q2
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
+def _compact_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2):
+    """_full_terms for compact (w, h) blocks: b q = w (w . q) + h q."""
+    count = t0.shape[0]
+    w0 = edges[0, base:base + count]
+    w1 = edges[1, base:base + count]
+    w2 = edges[2, base:base + count]
+    h = edges[3, base:base + count]
+    for a in range(count):
+        q0 = xa0[a] - xb0[a]
+        q1 = xa1[a] - xb1[a]
+        q2 = xa2[a] - xb2[a]
+        s = w0[a] * q0 + w1[a] * q1 + w2[a] * q2
+        t0[a] = w0[a] * s + h[a] * q0
+        t1[a] = w1[a] * s + h[a] * q1
+        t2[a] = w2[a] * s + h[a] * q2
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
 def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
     """y = A x on a grid level: A = blockdiag(diag) + the graph Laplacian of the edge blocks.
 
     x, y, temp (3, n + pad); diag (6, n) symmetric node blocks; edges (6, E) in the padded
-    layout of pblocks (nb, 3) = (base, count, shift); rows of fixed nodes are zero.
+    layout of pblocks (nb, 3) = (base, count, shift), or (COMPACT_ROWS, E) compact blocks
+    (the fine grid's); rows of fixed nodes are zero.
     """
     n = fixed.shape[0]
+    compact = edges.shape[0] == COMPACT_ROWS
     _node_blocks(x, diag, y, n)
     for o in range(pblocks.shape[0]):
         base = pblocks[o, 0]
         count = pblocks[o, 1]
         shift = pblocks[o, 2]
-        b0 = edges[0, base:base + count]
-        b1 = edges[1, base:base + count]
-        b2 = edges[2, base:base + count]
-        b3 = edges[3, base:base + count]
-        b4 = edges[4, base:base + count]
-        b5 = edges[5, base:base + count]
         xa0 = x[0, :count]
         xa1 = x[1, :count]
         xa2 = x[2, :count]
@@ -814,46 +848,9 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
         t0 = temp[0, :count]
         t1 = temp[1, :count]
         t2 = temp[2, :count]
-        for a in range(count):
-            q0 = xa0[a] - xb0[a]
-            q1 = xa1[a] - xb1[a]
-            q2 = xa2[a] - xb2[a]
-            t0[a] = b0[a] * q0 + b3[a] * q1 + b4[a] * q2
-            t1[a] = b3[a] * q0 + b1[a] * q1 + b5[a] * q2
-            t2[a] = b4[a] * q0 + b5[a] * q1 + b2[a] * q2
-        _edge_scatter(temp, y, count, shift, n)
-    _zero_fixed_and_pad(y, fixed, n)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"})
-def grid_apply_compact(x, diag, edges, pblocks, fixed, temp, y):
-    """grid_apply with compact (COMPACT_ROWS, E) edge blocks (the fine grid's)."""
-    n = fixed.shape[0]
-    _node_blocks(x, diag, y, n)
-    for o in range(pblocks.shape[0]):
-        base = pblocks[o, 0]
-        count = pblocks[o, 1]
-        shift = pblocks[o, 2]
-        w0 = edges[0, base:base + count]
-        w1 = edges[1, base:base + count]
-        w2 = edges[2, base:base + count]
-        h = edges[3, base:base + count]
-        xa0 = x[0, :count]
-        xa1 = x[1, :count]
-        xa2 = x[2, :count]
-        xb0 = x[0, shift:shift + count]
-        xb1 = x[1, shift:shift + count]
-        xb2 = x[2, shift:shift + count]
-        t0 = temp[0, :count]
-        t1 = temp[1, :count]
-        t2 = temp[2, :count]
-        for a in range(count):
-            q0 = xa0[a] - xb0[a]
-            q1 = xa1[a] - xb1[a]
-            q2 = xa2[a] - xb2[a]
-            s = w0[a] * q0 + w1[a] * q1 + w2[a] * q2
-            t0[a] = w0[a] * s + h[a] * q0
-            t1[a] = w1[a] * s + h[a] * q1
-            t2[a] = w2[a] * s + h[a] * q2
+        if compact:
+            _compact_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2)
+        else:
+            _full_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2)
         _edge_scatter(temp, y, count, shift, n)
     _zero_fixed_and_pad(y, fixed, n)

@@ -104,9 +104,7 @@ def conjugate_gradient(
 # first two levels therefore use K-cycles (see mg_cycle), ~13 iterations, and CG is the
 # flexible variant that a nonlinear preconditioner needs.
 
-from .forces import (  # noqa: E402
-    COMPACT_ROWS, GRID_PAD, grid_apply, grid_apply_compact, padded_edges,
-)
+from .forces import COMPACT_ROWS, GRID_PAD, grid_apply, padded_edges  # noqa: E402
 
 
 class GridMultigrid:
@@ -676,10 +674,7 @@ def mg_cycle(mg, work):
                 for i in range(n):
                     x[d, i] = w1 * c1[d, i] + w2 * x[d, i]
         else:  # _RESTRICT or _POST: both start from the residual r = b - A x
-            if l == 0:  # the fine grid's blocks are compact
-                grid_apply_compact(x, diag_l[l], edges_l[l], pb, fx, T_l[l], r)
-            else:
-                grid_apply(x, diag_l[l], edges_l[l], pb, fx, T_l[l], r)
+            grid_apply(x, diag_l[l], edges_l[l], pb, fx, T_l[l], r)
             if op == _RESTRICT:
                 _restrict(b, r, B_l[l + 1], n, cols[l])
             else:
@@ -728,7 +723,7 @@ def grid_pcg(rhs, op_diag, op_edges, op_pblocks, fixed, vectors, tolerance, max_
     for it in range(max_iterations):
         if stop[0]:
             return STOPPED, it, np.sqrt(_dot3(r, r, n)) / rhs_norm
-        grid_apply_compact(p, op_diag, op_edges, op_pblocks, fixed, temp, ap)
+        grid_apply(p, op_diag, op_edges, op_pblocks, fixed, temp, ap)
         curvature = _dot3(p, ap, n)
         if not curvature > 0.0:
             return NEGATIVE_CURVATURE, it + 1, np.sqrt(_dot3(r, r, n)) / rhs_norm
