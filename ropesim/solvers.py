@@ -154,12 +154,10 @@ class GridMultigrid:
             cross = valid & (ia != ib)
             coarse_offs = sorted({(int(a), int(b)) for a, b in zip(dR[cross], dC[cross])})
             cpb = padded_edges(rc, cc, coarse_offs)
-            index = {o: i for i, o in enumerate(coarse_offs)}
             eco = np.full(lo.size, -1, np.int64)
             for o, (base, _, _) in zip(coarse_offs, cpb):
                 sel = cross & (dR == o[0]) & (dC == o[1])
                 eco[sel] = base + lower[sel]
-            del index
             aggs.append(agg.astype(np.int64))
             ecos.append(eco)
             r, c, offs = rc, cc, coarse_offs

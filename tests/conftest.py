@@ -1,5 +1,23 @@
 """Shared pytest configuration."""
 
+import pytest
+
+
+@pytest.fixture
+def grid_and_general(monkeypatch):
+    """``run(scenario)``: the Simulation ``scenario()`` returns with ropesim's
+    structured-grid kernels, then with them off (spring-list kernels)."""
+    from ropesim import integrators
+
+    def run(scenario):
+        sims = []
+        for grid in (True, False):
+            monkeypatch.setattr(integrators, "GRID_PATH", grid)
+            sims.append(scenario())
+        return sims
+
+    return run
+
 
 def pytest_collection_modifyitems(session, config, items):
     """Run the real-window tests first.

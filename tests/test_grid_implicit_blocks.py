@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import ropesim as rs
-from ropesim import integrators
 from ropesim.forces import (
     COMPACT_ROWS, GRID_CHUNK, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch, grid_layout,
     padded_edges, spring_forces, stiffness_blocks, system_product,
@@ -177,22 +176,20 @@ def test_chunk_size_is_covered():
     check(Case(rs.cloth(3, 50, 0.05), seed=5))
 
 
-def _simulations(edit):
+def _simulations(grid_and_general, edit):
     system = rs.cloth(16, 12, 0.05)
-    sims = []
-    for grid in (True, False):
-        old = integrators.GRID_PATH
-        integrators.GRID_PATH = grid
-        try:
-            sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
-                                cg_tolerance=1e-11, cg_max_iterations=5000)
-            sim.step(4)
-            edit(sim)
-            sim.step(6)
-        finally:
-            integrators.GRID_PATH = old
-        assert (sim._data.implicit_path() is not None) == grid
-        sims.append(sim)
+
+    def scenario():
+        sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
+                            cg_tolerance=1e-11, cg_max_iterations=5000)
+        sim.step(4)
+        edit(sim)
+        sim.step(6)
+        return sim
+
+    sims = grid_and_general(scenario)
+    assert sims[0]._data.implicit_path() is not None
+    assert sims[1]._data.implicit_path() is None
     return sims
 
 
@@ -204,27 +201,8 @@ def _edit(sim):
     sim.pin(40)
 
 
-def test_backward_euler_grid_path_sees_live_edits():
-    a, b = _simulations(_edit)
+def test_backward_euler_grid_path_sees_live_edits(grid_and_general):
+    a, b = _simulations(grid_and_general, _edit)
     np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=1e-8)
     np.testing.assert_allclose(a.velocities, b.velocities, rtol=0, atol=1e-6)
     assert a.solver_stats.fallback_steps == b.solver_stats.fallback_steps
-
-
-def test_backward_euler_grid_path_float32():
-    system = rs.cloth(12, 10, 0.05)
-    sims = []
-    for grid in (True, False):
-        old = integrators.GRID_PATH
-        integrators.GRID_PATH = grid
-        try:
-            sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
-                                dtype=np.float32, cg_tolerance=1e-9)
-            sim.step(3)
-            sim.set_stiffness(sim.stiffness * 2.0)
-            sim.step(4)
-        finally:
-            integrators.GRID_PATH = old
-        sims.append(sim)
-    np.testing.assert_allclose(sims[0].positions, sims[1].positions, rtol=0, atol=2e-4)
-    assert np.all(np.isfinite(sims[0].positions))

@@ -109,26 +109,23 @@ def test_grid_sweep_matches_plain_scatter(integrator):
     np.testing.assert_allclose(a.velocities, b.velocities, rtol=0, atol=1e-8)
 
 
-def test_grid_sweep_sees_live_edits_pins_and_grabs():
+def test_grid_sweep_sees_live_edits_pins_and_grabs(grid_and_general):
     system = rs.cloth(10, 10, 0.05)
-    sims = []
-    for grid in (True, False):
-        old = integrators.GRID_PATH
-        integrators.GRID_PATH = grid
-        try:
-            sim = rs.Simulation(system, dt=2e-4)
-            sim.step(20)
-            sim.set_stiffness(sim.stiffness * 1.5)
-            sim.stiffness[:7] *= 0.5  # written through the live view
-            sim.pin(55)
-            sim.grab(33, sim.positions[33] + [0.0, 0.05, 0.02])
-            sim.step(50)
-            sim.release()
-            sim.step(20)
-        finally:
-            integrators.GRID_PATH = old
-        sims.append(sim)
-    np.testing.assert_allclose(sims[0].positions, sims[1].positions, rtol=0, atol=1e-10)
+
+    def scenario():
+        sim = rs.Simulation(system, dt=2e-4)
+        sim.step(20)
+        sim.set_stiffness(sim.stiffness * 1.5)
+        sim.stiffness[:7] *= 0.5  # written through the live view
+        sim.pin(55)
+        sim.grab(33, sim.positions[33] + [0.0, 0.05, 0.02])
+        sim.step(50)
+        sim.release()
+        sim.step(20)
+        return sim
+
+    grid, general = grid_and_general(scenario)
+    np.testing.assert_allclose(grid.positions, general.positions, rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -225,24 +222,23 @@ def test_multigrid_solver_matches_jacobi_cg(integrator):
     assert a.solver_stats.fallback_steps == b.solver_stats.fallback_steps
 
 
-def test_multigrid_implicit_with_pins_grab_and_float32():
+def test_multigrid_implicit_with_edits_pins_grab_and_float32(grid_and_general):
     system = rs.cloth(20, 14, 0.05)
-    sims = []
-    for grid in (True, False):
-        old = integrators.GRID_PATH
-        integrators.GRID_PATH = grid
-        try:
-            sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
-                                dtype=np.float32, cg_tolerance=1e-9)
-            sim.step(3)
-            sim.pin(100)
-            sim.grab(47, sim.positions[47] + [0.1, 0.1, 0.0])
-            sim.step(5)
-        finally:
-            integrators.GRID_PATH = old
-        sims.append(sim)
-    np.testing.assert_allclose(sims[0].positions, sims[1].positions, rtol=0, atol=2e-4)
-    assert np.all(np.isfinite(sims[0].positions))
+
+    def scenario():
+        sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
+                            dtype=np.float32, cg_tolerance=1e-9)
+        sim.step(3)
+        sim.set_stiffness(sim.stiffness * 2.0)
+        sim.pin(100)
+        sim.grab(47, sim.positions[47] + [0.1, 0.1, 0.0])
+        sim.step(5)
+        return sim
+
+    grid, general = grid_and_general(scenario)
+    assert grid._data.implicit_path() is not None
+    np.testing.assert_allclose(grid.positions, general.positions, rtol=0, atol=2e-4)
+    assert np.all(np.isfinite(grid.positions))
 
 
 def _preconditioner_matrix(sim):
@@ -273,7 +269,7 @@ def test_multigrid_v_cycle_is_symmetric_positive_definite():
 
 def test_k_cycle_is_positive_and_needs_fewer_iterations_than_the_v_cycle():
     system = standard_cloth(32, 400.0)
-    iterations = {}
+    iterations, positions = {}, {}
     for kcycle_levels in (0, 2):
         sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
                             cg_tolerance=1e-6)
@@ -281,16 +277,15 @@ def test_k_cycle_is_positive_and_needs_fewer_iterations_than_the_v_cycle():
         sim.step(20)
         assert sim.solver_stats.converged
         iterations[kcycle_levels] = sim.solver_stats.total_iterations
-        positions = sim.positions
-        if kcycle_levels:
-            # the K-cycle is not a linear map, but it is a positive one: r.M(r) > 0
-            M = _preconditioner_matrix(sim)
-            rng = np.random.default_rng(3)
-            for _ in range(5):
-                r = rng.standard_normal(M.shape[0])
-                assert r @ M @ r > 0
-            np.testing.assert_allclose(positions, reference, rtol=0, atol=1e-5)  # both to CG tolerance
-        reference = positions
+        positions[kcycle_levels] = sim.positions
+    # the K-cycle is not a linear map, but it is a positive one: r.M(r) > 0
+    M = _preconditioner_matrix(sim)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        r = rng.standard_normal(M.shape[0])
+        assert r @ M @ r > 0
+    # the same answer, both to the CG tolerance
+    np.testing.assert_allclose(positions[2], positions[0], rtol=0, atol=1e-5)
     assert iterations[2] < 0.8 * iterations[0]
 
 
