@@ -120,9 +120,10 @@ class Chooser:
     version is not timed (it may compile); then each version is timed for ``probe``
     calls (one after the other, or alternating call by call with ``interleave``, for
     calls whose cost drifts), and from there on the one with the lower median (or mean,
-    ``statistic``) of its last ``probe`` call times runs, while the other one is re-timed for ``probe`` calls after ``interval``
-    seconds (the interval doubles, up to ``max_interval``, each time the re-timing
-    confirms the choice, and starts over when it flips it). Usage::
+    ``statistic``) of its last ``probe`` call times runs, while the other one is re-timed
+    for ``probe`` calls after ``interval`` seconds (the interval doubles, up to
+    ``max_interval``, each time the re-timing confirms the choice, and starts over when it
+    flips it). Usage::
 
         parallel = chooser.parallel()
         start = time.perf_counter(); run(parallel); chooser.record(parallel, start)

@@ -94,8 +94,8 @@ def conjugate_gradient(
 # blocks of the edges between two aggregates are summed into a coarse edge, edges inside
 # an aggregate drop out, and an edge to a fixed node is added to the free end's node
 # block. The smoother is block-Jacobi (3 x 3 node blocks, weight omega) before and after
-# the coarse correction; the coarsest level (<= 16 nodes) is solved directly (a product with its dense inverse,
-# computed from a Cholesky factor). The preconditioner is built from the clamped
+# the coarse correction; the coarsest level (<= 16 nodes) is solved directly (a product
+# with its dense inverse, computed from a Cholesky factor). The preconditioner is built from the clamped
 # (always definite) matrix, so it is valid for both CG attempts. The smoothing weight
 # 0.9 (< 1, so the smoother converges for these operators) needs ~8% fewer CG
 # iterations than 0.7 on the stiff 64 x 64 cloth. A V-cycle (one coarse visit per level)
