@@ -44,8 +44,8 @@ def explicit(p: dict) -> dict:
     steps, budget = int(p.get("steps", 1000)), float(p.get("budget", 2.0))
     out = {"impl": impl, "n": n}
     if impl.startswith("ropesim"):
-        from ropesim import integrators, parallel
-        from ropesim.simulation import Simulation
+        from ropesim.engine import integrators, parallel
+        from ropesim.engine.simulation import Simulation
 
         dtype = np.float64 if impl == "ropesim-f64" else np.float32
         if impl == "ropesim-f32-serial":
@@ -120,7 +120,7 @@ def implicit(p: dict) -> dict:
     import warnings
 
     import ropesim as rs
-    from ropesim import parallel
+    from ropesim.engine import parallel
 
     warnings.simplefilter("ignore")
     n = int(p.get("n", 64))
@@ -222,14 +222,14 @@ def frame(p: dict) -> dict:
     out = {"n": n, "substeps": substeps, "dtype": dtype.name}
     renderer = None
     try:
-        from ropesim.renderer import Renderer, create_headless_context
+        from ropesim.render.renderer import Renderer, create_headless_context
 
         ctx = create_headless_context()
         renderer = Renderer(ctx, sim)
         out["gl"] = ctx.info.get("GL_RENDERER", "?")
     except Exception as exc:  # no EGL: measure normals + one host copy instead
         out["gl"] = f"none ({type(exc).__name__})"
-        from ropesim.surface import vertex_normals
+        from ropesim.render.surface import vertex_normals
 
         normals = np.zeros((sim.n_particles, 3), np.float32)
         staging = np.zeros((sim.n_particles, 3), np.float32)
@@ -268,7 +268,7 @@ def startup(p: dict) -> dict:
     first backward Euler step. Cold or warm depends on NUMBA_CACHE_DIR (set by run.py)."""
     t0 = time.perf_counter()
     import ropesim as rs
-    from ropesim import parallel
+    from ropesim.engine import parallel
 
     t1 = time.perf_counter()
     out = {"import_s": t1 - t0, "cache_dir": os.environ.get("NUMBA_CACHE_DIR", "")}
@@ -297,8 +297,8 @@ def startup(p: dict) -> dict:
 def loaded(p: dict) -> dict:
     """Steps/s of the float32 cloth while other processes keep cores busy (started by
     run.py), for a forced serial, forced parallel or automatic choice."""
-    from ropesim import parallel
-    from ropesim.simulation import Simulation
+    from ropesim.engine import parallel
+    from ropesim.engine.simulation import Simulation
 
     n = int(p["n"])
     mode = p["mode"]

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ropesim as rs  # noqa: E402
-from ropesim import forces  # noqa: E402
+from ropesim.engine import forces  # noqa: E402
 from workload import stiff_cloth_system  # noqa: E402
 
 

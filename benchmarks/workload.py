@@ -8,7 +8,7 @@ rest lengths from the un-jittered grid; k = 1e4 m N/m, c = 10 m N*s/m along the
 spring; gravity (0, -9.81, 0); dt = 1/600 s; symplectic Euler.
 
 Springs are listed family by family, each family in row-major order of its first
-particle (the same order as ``ropesim.builders.cloth``).
+particle (the same order as ``ropesim.engine.builders.cloth``).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def cloth_triangles(n: int) -> np.ndarray:
 
 def cloth_system(n: int):
     """The workload as a ropesim SpringSystem."""
-    from ropesim.model import SpringSystem
+    from ropesim.engine.model import SpringSystem
 
     a = cloth_arrays(n)
     return SpringSystem(
@@ -101,7 +101,7 @@ def stiff_cloth_system(n: int = 64):
 
     Returns (system, k).
     """
-    from ropesim.model import SpringSystem
+    from ropesim.engine.model import SpringSystem
 
     a = cloth_arrays(n)
     k = a.stiffness * STIFF_FACTOR

@@ -8,15 +8,17 @@ A numba engine you can script without a window, and a moderngl viewer on top of 
     print(sim.energy())
 """
 
-from .builders import BUILDERS, cloth, explicit, random_network, ring, rope, star, triangle
-from .contacts import Ground, Sphere
-from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats
-from .model import SpringSystem, concatenate
-from .recording import Trajectory, load_trajectory, record, render
-from .scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
-from .simulation import Simulation, SimulationDiverged
+from .engine.builders import BUILDERS, cloth, explicit, random_network, ring, rope, star, triangle
+from .engine.contacts import Ground, Sphere
+from .engine.integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats
+from .engine.model import SpringSystem, concatenate
+from .io.recording import Trajectory, load_trajectory, record, render
+from .io.scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
+from .engine.simulation import Simulation, SimulationDiverged
 
-__version__ = "0.1.0"
+from importlib.metadata import version as _version
+
+__version__ = _version("ropesim")  # from pyproject.toml, one place
 
 __all__ = [
     "SpringSystem", "concatenate", "Simulation", "SimulationDiverged", "INTEGRATORS",

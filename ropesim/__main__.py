@@ -1,6 +1,6 @@
 """``python -m ropesim``: the same as the ``ropesim`` command."""
 
-from ropesim.cli import main
+from ropesim.app.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

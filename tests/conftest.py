@@ -7,7 +7,7 @@ import pytest
 def grid_and_general(monkeypatch):
     """``run(scenario)``: the Simulation ``scenario()`` returns with ropesim's
     structured-grid kernels, then with them off (spring-list kernels)."""
-    from ropesim import integrators
+    from ropesim.engine import integrators
 
     def run(scenario):
         sims = []

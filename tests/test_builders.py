@@ -7,8 +7,8 @@ from collections import deque
 import numpy as np
 import pytest
 
-from ropesim import builders
-from ropesim.builders import cloth, random_network, ring, rope, star, triangle
+from ropesim.engine import builders
+from ropesim.engine.builders import cloth, random_network, ring, rope, star, triangle
 
 
 def spring_lengths(system) -> np.ndarray:

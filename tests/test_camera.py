@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ropesim.camera import OrbitCamera, parse_camera_arg
+from ropesim.render.camera import OrbitCamera, parse_camera_arg
 
 VIEWPORTS = [(800, 600), (600, 800), (1920, 1080), (333, 777), (64, 64)]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropesim import cli
-from ropesim.recording import load_trajectory
-from ropesim.scenes import load, scene_names
-from ropesim.simulation import Simulation
+from ropesim.app import cli
+from ropesim.io.recording import load_trajectory
+from ropesim.io.scenes import load, scene_names
+from ropesim.engine.simulation import Simulation
 
 REPO = Path(__file__).resolve().parent.parent
 # explicit Euler at a large dt is asked for on purpose: it diverges
@@ -176,8 +176,8 @@ def test_sigint_in_a_subprocess_leaves_a_readable_partial_file(tmp_path):
     """A real SIGINT (as Ctrl-C sends) in the middle of stepping, at a fixed point."""
     code = (
         "import os, signal, sys\n"
-        "from ropesim.simulation import Simulation\n"
-        "from ropesim import cli\n"
+        "from ropesim.engine.simulation import Simulation\n"
+        "from ropesim.app import cli\n"
         "real, calls = Simulation.step, []\n"
         "def step(self, n=1):\n"
         "    calls.append(n)\n"
@@ -315,12 +315,12 @@ def test_dt_sweep_marks_where_each_integrator_diverges(tmp_path, capsys):
 @pytest.fixture
 def fake_viewer(monkeypatch):
     calls: list[list[str]] = []
-    module = types.ModuleType("ropesim.viewer")
+    module = types.ModuleType("ropesim.app.viewer")
     module.main = lambda argv: calls.append(list(argv)) or 0
-    monkeypatch.setitem(sys.modules, "ropesim.viewer", module)
-    import ropesim
+    monkeypatch.setitem(sys.modules, "ropesim.app.viewer", module)
+    import ropesim.app
 
-    monkeypatch.setattr(ropesim, "viewer", module, raising=False)
+    monkeypatch.setattr(ropesim.app, "viewer", module, raising=False)
     return calls
 
 
@@ -375,7 +375,7 @@ def test_compare_interrupted_prints_the_runs_so_far_and_exits_130(capsys, monkey
 
 
 def test_render_without_egl_fails_with_one_line_and_no_file(tmp_path, capsys, monkeypatch):
-    from ropesim import renderer as render
+    from ropesim.render import renderer as render
 
     def no_egl(require: int = 330):
         raise RuntimeError("no headless OpenGL 3.3 context via EGL (test)")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ropesim as rs
-from ropesim.forces import (
+from ropesim.engine.forces import (
     COMPACT_ROWS, GRID_CHUNK, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch, grid_layout,
     padded_edges, spring_forces, stiffness_blocks, system_product,
 )

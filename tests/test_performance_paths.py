@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import ropesim as rs
-from ropesim import integrators, parallel
-from ropesim.forces import edge_colouring, grid_layout
-from ropesim.model import SpringSystem
-from ropesim.solvers import GridMultigrid, mg_cycle
+from ropesim.engine import integrators, parallel
+from ropesim.engine.forces import edge_colouring, grid_layout
+from ropesim.engine.model import SpringSystem
+from ropesim.engine.solvers import GridMultigrid, mg_cycle
 
 
 def standard_cloth(n, stiffness_scale=1.0):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ropesim as rs
-from ropesim.forces import spring_forces, stiffness_blocks, system_product
+from ropesim.engine.forces import spring_forces, stiffness_blocks, system_product
 
 ALL = list(rs.INTEGRATORS)
 

@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from ropesim.camera import OrbitCamera
-from ropesim.picking import (
+from ropesim.render.camera import OrbitCamera
+from ropesim.render.picking import (
     FlingTracker,
     drag_plane,
     intersect_plane,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ropesim.recording import (
+from ropesim.io.recording import (
     OutputError,
     RecordingInterrupted,
     Trajectory,
@@ -19,8 +19,8 @@ from ropesim.recording import (
     save_png,
     steps_per_frame,
 )
-from ropesim.scenes import load
-from ropesim.simulation import Simulation, SimulationDiverged
+from ropesim.io.scenes import load
+from ropesim.engine.simulation import Simulation, SimulationDiverged
 
 
 def star_sim(**overrides) -> Simulation:

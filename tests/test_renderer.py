@@ -13,11 +13,11 @@ import moderngl
 import numpy as np
 import pytest
 
-from ropesim import renderer as render
-from ropesim.builders import cloth, rope
-from ropesim.camera import OrbitCamera
-from ropesim.contacts import Ground, Sphere
-from ropesim.renderer import (
+from ropesim.render import renderer as render
+from ropesim.engine.builders import cloth, rope
+from ropesim.render.camera import OrbitCamera
+from ropesim.engine.contacts import Ground, Sphere
+from ropesim.render.renderer import (
     WIREFRAME_MODES,
     FrameGrabber,
     OffscreenTarget,
@@ -28,8 +28,8 @@ from ropesim.renderer import (
     load_shader_source,
     render_frame,
 )
-from ropesim.simulation import Simulation
-from ropesim.surface import compute_normals
+from ropesim.engine.simulation import Simulation
+from ropesim.render.surface import compute_normals
 
 W, H = 320, 240
 BARE = dict(show_grid=False, show_axes=False)   # only the simulation itself

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropesim import scenes
-from ropesim.contacts import Ground, Sphere
-from ropesim.scenes import DEFAULT_SCENE, SceneError, load, scene_from_dict, scene_names
+from ropesim.io import scenes
+from ropesim.engine.contacts import Ground, Sphere
+from ropesim.io.scenes import DEFAULT_SCENE, SceneError, load, scene_from_dict, scene_names
 
 SHIPPED = {
     "cloth", "rope", "curtain-40x30", "chain-wave", "ring", "star", "random-network",

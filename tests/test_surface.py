@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ropesim.builders import cloth
-from ropesim.surface import compute_normals, vertex_normals
+from ropesim.engine.builders import cloth
+from ropesim.render.surface import compute_normals, vertex_normals
 
 
 def reference_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:

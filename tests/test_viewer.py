@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropesim.integrators import INTEGRATORS
-from ropesim.renderer import WIREFRAME_MODES
-from ropesim.scenes import load, scene_from_dict, scene_names
-from ropesim.viewer import (
+from ropesim.engine.integrators import INTEGRATORS
+from ropesim.render.renderer import WIREFRAME_MODES
+from ropesim.io.scenes import load, scene_from_dict, scene_names
+from ropesim.app.viewer import (
     HOTKEYS, LEFT, MAX_FRAME_TIME, MIDDLE, RIGHT, EnergyHistory, ViewerController, key_names,
     main,
 )
@@ -261,7 +261,7 @@ def test_p_and_v_without_a_renderer_only_report():
 
 
 def test_v_records_fixed_dt_frames_to_mp4(tmp_path):
-    from ropesim.recording import steps_per_frame
+    from ropesim.io.recording import steps_per_frame
 
     c = controller(frame_source=fake_frames(), output_dir=tmp_path)
     c.handle_key("v")
@@ -553,7 +553,7 @@ def test_no_display_is_a_one_line_error_naming_the_headless_command():
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; from ropesim.viewer import main; sys.exit(main([]))"],
+        [sys.executable, "-c", "import sys; from ropesim.app.viewer import main; sys.exit(main([]))"],
         env=env, capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert result.returncode != 0

@@ -155,7 +155,7 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def driver(display, tmp_path_factory):
-    from ropesim.viewer import create_viewer
+    from ropesim.app.viewer import create_viewer
 
     out = tmp_path_factory.mktemp("viewer-output")
     app = create_viewer(["cloth", "--window", "pyglet", "--size", f"{SIZE[0]}x{SIZE[1]}",
@@ -331,7 +331,7 @@ def test_ropesim_view_runs_and_quits_with_escape(display):
         pytest.skip("needs xdotool to send Esc to a separate process")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from ropesim.viewer import main; "
+        [sys.executable, "-c", "import sys; from ropesim.app.viewer import main; "
          "sys.exit(main(['rope', '--size', '640x400']))"],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -360,7 +360,7 @@ def _run_viewer_subprocess(extra_env: dict[str, str], argv: list[str]) -> subpro
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.update(extra_env)
     return subprocess.run(
-        [sys.executable, "-c", f"import sys; from ropesim.viewer import main; sys.exit(main({argv!r}))"],
+        [sys.executable, "-c", f"import sys; from ropesim.app.viewer import main; sys.exit(main({argv!r}))"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
 

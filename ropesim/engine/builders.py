@@ -1,6 +1,6 @@
 """Builders: ready-made mass-spring systems (rope, cloth, ring, star, triangle, network).
 
-Every builder returns a :class:`~ropesim.model.SpringSystem` and takes the same
+Every builder returns a :class:`~ropesim.engine.model.SpringSystem` and takes the same
 material arguments:
 
 - ``mass``: kg per particle,
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ropesim.model import SpringSystem
+from ropesim.engine.model import SpringSystem
 
 Pins = str | Sequence[int]
 Vector = Sequence[float]

@@ -51,7 +51,7 @@ def configure() -> None:
     """Choose numba's threading layer and the OpenMP wait policy (once, idempotent).
 
     Must run before the first parallel kernel launch of the process to take effect;
-    ropesim.integrators calls it on import.
+    ropesim.engine.integrators calls it on import.
     """
     global _configured
     if _configured:

@@ -1,6 +1,6 @@
 """Ray -> particle picking, drag planes and fling velocity (pure math, no GL).
 
-Rays come from :meth:`ropesim.camera.OrbitCamera.world_ray`; all lengths are m,
+Rays come from :meth:`ropesim.render.camera.OrbitCamera.world_ray`; all lengths are m,
 times s, pixels are framebuffer pixels with a top-left origin (y down).
 """
 
@@ -10,7 +10,7 @@ from collections import deque
 
 import numpy as np
 
-from ropesim.camera import OrbitCamera
+from ropesim.render.camera import OrbitCamera
 
 _PARALLEL_EPS = 1e-12
 

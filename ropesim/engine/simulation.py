@@ -152,7 +152,7 @@ class Simulation:
     def _warn_if_unstable(self) -> None:
         """Warn once when an explicit integrator's dt is clearly past the stable step."""
         integrator = getattr(self, "_integrator", None)
-        if self._warned_dt or integrator is None or integrator.implicit:
+        if self._warned_dt or integrator is None or integrator.unconditionally_stable:
             return
         if self._dt > 2.0 * self._stable_dt:  # stable_dt is a bound, about 2x conservative
             self._warned_dt = True
@@ -203,8 +203,14 @@ class Simulation:
         self._warn_if_unstable()
 
     @property
-    def implicit(self) -> bool:
-        return self._integrator.implicit
+    def unconditionally_stable(self) -> bool:
+        """Whether the current integrator is stable at any dt (no explicit step limit)."""
+        return self._integrator.unconditionally_stable
+
+    @property
+    def has_solver_stats(self) -> bool:
+        """Whether the current integrator reports solver_stats (iterations, residual)."""
+        return self._integrator.has_solver_stats
 
     @property
     def substeps(self) -> int:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .simulation import Simulation, SimulationDiverged
+from ..engine.simulation import Simulation, SimulationDiverged
 
 #: progress callback: (done, total) in steps (record) or frames (render)
 Progress = Callable[[int, int], None]
@@ -401,7 +401,7 @@ def check_video_path(path: str | Path, size: tuple[int, int]) -> str:
     kind = output_kind(path)
     check_output_path(path, folder=kind == "frames")
     if kind == "mp4":
-        from .renderer import check_video_size
+        from ..render.renderer import check_video_size
 
         try:
             check_video_size(*size)
@@ -484,7 +484,7 @@ class _FfmpegWriter(VideoWriter):
     _writer: Any = None
 
     def _start(self, size: tuple[int, int]) -> None:
-        from .renderer import check_video_size
+        from ..render.renderer import check_video_size
         import imageio.v2 as iio2
 
         check_video_size(*size)
@@ -558,9 +558,9 @@ def make_camera(sim: Simulation, aspect: float, hints: Mapping[str, Any] | None 
                 camera: Any = None) -> Any:
     """An OrbitCamera framing the current state for ``aspect`` (width / height), then
     updated with the scene's camera hints, then with ``camera``: a dict (as from
-    :func:`~ropesim.camera.parse_camera_arg`), an "azimuth,elevation,distance" string,
+    :func:`~ropesim.render.camera.parse_camera_arg`), an "azimuth,elevation,distance" string,
     or an OrbitCamera used as it is."""
-    from .camera import OrbitCamera, parse_camera_arg
+    from ..render.camera import OrbitCamera, parse_camera_arg
 
     if isinstance(camera, OrbitCamera):
         return camera
@@ -602,7 +602,7 @@ def render(scene_or_sim: Any, out: str | Path | None = None, frames: int | None 
     and returns its path. On divergence or Ctrl-C the frames rendered so far are
     written (the file is closed properly) and the exception propagates.
     """
-    from . import renderer as gl
+    from ..render import renderer as gl
 
     if fps is None:
         fps = DEFAULT_GIF_FPS if out is not None and output_kind(out) == "gif" else DEFAULT_FPS

@@ -3,7 +3,7 @@
 A :class:`SpringSystem` holds what a builder made: initial positions and
 velocities, per-particle masses and pin flags, and per-spring index pairs, rest
 lengths, stiffness and damping. It never changes while a simulation runs; the
-:class:`~ropesim.simulation.Simulation` copies what it needs into its own state.
+:class:`~ropesim.engine.simulation.Simulation` copies what it needs into its own state.
 
 Units: metres (m), seconds (s), kilograms (kg), stiffness in N/m, damping in N*s/m.
 """

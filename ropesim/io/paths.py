@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-_CHECKOUT_ROOT = Path(__file__).resolve().parent.parent
+_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _package_dir(package: str, checkout_relative: str) -> Path:

@@ -10,7 +10,7 @@ Two layers:
   so it is tested directly (tests/test_viewer.py).
 * :class:`RopesimViewer` is a thin ``moderngl_window.WindowConfig``: it turns window
   events into controller calls (mouse positions converted to framebuffer pixels),
-  draws with :class:`ropesim.renderer.Renderer` and the imgui panel (panel.py).
+  draws with :class:`ropesim.render.renderer.Renderer` and the imgui panel (panel.py).
 
 Coordinates: mouse positions handed to the controller are framebuffer pixels with a
 top-left origin (y down), the convention of camera.py and picking.py.
@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from .camera import OrbitCamera, parse_camera_arg
-from .integrators import INTEGRATORS
-from .picking import FlingTracker, drag_plane, intersect_plane, pick_particle_screen
-from .renderer import WIREFRAME_MODES, RenderOptions
-from .scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
-from .simulation import Simulation, SimulationDiverged
+from ..render.camera import OrbitCamera, parse_camera_arg
+from ..engine.integrators import INTEGRATORS
+from ..render.picking import FlingTracker, drag_plane, intersect_plane, pick_particle_screen
+from ..render.renderer import WIREFRAME_MODES, RenderOptions
+from ..io.scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
+from ..engine.simulation import Simulation, SimulationDiverged
 
 # --- tunables ------------------------------------------------------------------------
 MAX_SUBSTEPS = 4096          # upper limit of the "=" key (steps per frame)
@@ -369,7 +369,7 @@ class ViewerController:
             return 0
         dt = self.sim.dt
         if self.recorder is not None:
-            from .recording import steps_per_frame
+            from ..io.recording import steps_per_frame
 
             steps = steps_per_frame(dt, RECORD_FPS)
         else:
@@ -510,7 +510,7 @@ class ViewerController:
         if self.frame_source is None:
             self.message = "screenshot: no renderer attached"
             return None
-        from .recording import save_png
+        from ..io.recording import save_png
 
         path = self._output_path(".png")
         try:
@@ -529,7 +529,7 @@ class ViewerController:
         if self.frame_source is None:
             self.message = "video: no renderer attached"
             return
-        from .recording import open_video_writer
+        from ..io.recording import open_video_writer
 
         path = self._output_path(".mp4")
         try:
@@ -873,7 +873,7 @@ def _make_viewer_class() -> type:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             from .panel import ImguiRenderer, Panel
-            from .renderer import Renderer
+            from ..render.renderer import Renderer
 
             args = self.argv
             self.wnd.exit_key = None          # Esc and F11 go through our hotkey table

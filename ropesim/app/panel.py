@@ -8,7 +8,7 @@ created, updated and destroyed on imgui's request) with moderngl textures, and f
 events through imgui's event API (``add_mouse_pos_event``, ``add_key_event``, ...).
 
 :class:`Panel` draws the statistics and parameter window and the hotkey overlay from
-a :class:`ropesim.viewer.ViewerController`; every edit is a controller call.
+a :class:`ropesim.app.viewer.ViewerController`; every edit is a controller call.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import moderngl
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from .integrators import INTEGRATORS
-from .renderer import WIREFRAME_MODES
-from .scenes import scene_names
+from ..engine.integrators import INTEGRATORS
+from ..render.renderer import WIREFRAME_MODES
+from ..io.scenes import scene_names
 from .viewer import HOTKEYS, MOUSE_HELP
 
 FONT_SIZE_PX = 15.0
@@ -302,7 +302,7 @@ class Panel:
         imgui.text(f"{c.fps:.0f} fps   {c.steps_last_frame} steps/frame   "
                    f"{c.ms_per_step:.3f} ms/step")
         imgui.text(f"{sim.n_particles} particles   {sim.n_springs} springs")
-        if sim.implicit:
+        if sim.has_solver_stats:
             stats = sim.solver_stats
             imgui.text(f"CG {stats.iterations} iterations, residual {stats.residual:.1e}")
             if stats.fallback_steps:

@@ -184,7 +184,7 @@ def _add_scene_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_integrator_option(parser: argparse.ArgumentParser) -> None:
-    from .integrators import INTEGRATORS
+    from ..engine.integrators import INTEGRATORS
 
     parser.add_argument("--integrator", help=f"one of: {', '.join(INTEGRATORS)}")
 
@@ -196,7 +196,7 @@ def _add_quiet_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of every subcommand except ``view`` (passed to the viewer)."""
-    from .renderer import WIREFRAME_MODES
+    from ..render.renderer import WIREFRAME_MODES
 
     parser = _Parser(
         prog=PROG,
@@ -204,9 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "subcommand it opens the viewer (`ropesim view --help`); viewer flags "
                     "such as `--window glfw` go to the viewer too.",
         epilog="Exit codes: 0 ok, 1 diverged or failed, 2 usage error, 130 interrupted.")
-    from . import __version__
+    from importlib.metadata import version
 
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version('ropesim')}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     commands.add_parser("view", help="open the interactive viewer (the default)", add_help=False)
@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
 def load_scene(name: str, overrides: Sequence[tuple[str, str]] = (), dt: float | None = None,
                integrator: str | None = None) -> Any:
     """The scene with ``--set`` overrides, ``--dt`` and ``--integrator`` applied and validated."""
-    from .scenes import SceneError, load
+    from ..io.scenes import SceneError, load
 
     changes: dict[str, object] = dict(overrides)
     if dt is not None:
@@ -299,7 +299,7 @@ def load_scene(name: str, overrides: Sequence[tuple[str, str]] = (), dt: float |
 
 
 def _check_output(path: str, suffixes: Sequence[str] | None = None) -> Path:
-    from .recording import OutputError, check_output_path
+    from ..io.recording import OutputError, check_output_path
 
     try:
         return check_output_path(path, suffixes)
@@ -316,7 +316,7 @@ def _scene_toml(scene: Any) -> str:
 # --- scenes ------------------------------------------------------------------------------------
 def cmd_scenes(args: argparse.Namespace) -> int:
     """Print the shipped scenes: name, particles, springs, 2-D/3-D, description."""
-    from .scenes import load, scene_names
+    from ..io.scenes import load, scene_names
 
     rows = []
     for name in scene_names():
@@ -335,7 +335,7 @@ def cmd_scenes(args: argparse.Namespace) -> int:
 # --- run ---------------------------------------------------------------------------------------
 def cmd_run(args: argparse.Namespace) -> int:
     """Simulate headless, then write the trajectory, CSV and plot (also after a stop)."""
-    from .recording import PLOT_SUFFIXES, TRAJECTORY_SUFFIXES, RecordingInterrupted, record
+    from ..io.recording import PLOT_SUFFIXES, TRAJECTORY_SUFFIXES, RecordingInterrupted, record
 
     scene = load_scene(args.scene, args.overrides, args.dt, args.integrator)
     dt = scene.settings["dt"]
@@ -390,7 +390,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _write_run_outputs(trajectory: Any, outputs: list[tuple[str, Path]],
                        track: int | None) -> list[str]:
-    from .recording import plot_energy
+    from ..io.recording import plot_energy
 
     written = []
     for kind, path in outputs:
@@ -405,12 +405,12 @@ def _write_run_outputs(trajectory: Any, outputs: list[tuple[str, Path]],
 # --- render --------------------------------------------------------------------------------------
 def cmd_render(args: argparse.Namespace) -> int:
     """Render offscreen to a video, GIF, PNG folder or still image."""
-    from .camera import parse_camera_arg
-    from .recording import (DEFAULT_FPS, DEFAULT_GIF_FPS, DEFAULT_SIZE, OutputError,
+    from ..render.camera import parse_camera_arg
+    from ..io.recording import (DEFAULT_FPS, DEFAULT_GIF_FPS, DEFAULT_SIZE, OutputError,
                             check_video_path, frame_count, output_kind, render,
                             steps_per_frame)
-    from .renderer import WIREFRAME_MODES
-    from .simulation import SimulationDiverged
+    from ..render.renderer import WIREFRAME_MODES
+    from ..engine.simulation import SimulationDiverged
 
     scene = load_scene(args.scene, args.overrides, args.dt, args.integrator)
     try:
@@ -534,8 +534,8 @@ def run_integrator(scene: Any, integrator: str, dt: float, duration: float,
     stepping ends the run early: ``status`` is then "diverged" or "interrupted" and
     the trajectory holds the samples up to that point.
     """
-    from .recording import RecordingInterrupted, record
-    from .simulation import SimulationDiverged
+    from ..io.recording import RecordingInterrupted, record
+    from ..engine.simulation import SimulationDiverged
 
     with warnings.catch_warnings():
         # an explicit integrator at a dt beyond its stable step is what a comparison is for
@@ -559,7 +559,7 @@ def run_integrator(scene: Any, integrator: str, dt: float, duration: float,
 
 
 def _parse_integrators(text: str | None) -> list[str]:
-    from .integrators import INTEGRATORS
+    from ..engine.integrators import INTEGRATORS
 
     if text is None:
         return list(INTEGRATORS)
@@ -573,7 +573,7 @@ def _parse_integrators(text: str | None) -> list[str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare integrators on one scene (table + plot), or map stability over dt."""
-    from .recording import PLOT_SUFFIXES
+    from ..io.recording import PLOT_SUFFIXES
 
     scene = load_scene(args.scene, args.overrides, args.dt)
     names = _parse_integrators(args.integrators)
@@ -671,7 +671,7 @@ def sweep_table(runs: list[IntegratorRun], names: list[str], dts: list[float], s
 
 def plot_compare(runs: list[IntegratorRun], path: Path, scene: str, dt: float) -> Path:
     """Two panels over time: energy drift (symlog) and max strain; a cross where a run diverged."""
-    from .recording import new_figure, save_figure
+    from ..io.recording import new_figure, save_figure
 
     figure = new_figure(12.0, 4.4)
     drift_ax, strain_ax = figure.subplots(1, 2)
@@ -702,7 +702,7 @@ def plot_sweep(runs: list[IntegratorRun], names: list[str], dts: list[float], pa
     (symlog), diverged cells dark with the time of divergence."""
     from matplotlib.colors import SymLogNorm
 
-    from .recording import new_figure, save_figure
+    from ..io.recording import new_figure, save_figure
 
     by_cell = {(run.integrator, run.dt): run for run in runs}
     drift = np.full((len(names), len(dts)), np.nan)

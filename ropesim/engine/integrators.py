@@ -880,8 +880,9 @@ class Integrator:
 
     name: str
     step: Callable[[StepData, float], float]
-    implicit: bool
+    unconditionally_stable: bool  # stable at any dt (no explicit stability limit)
     description: str
+    has_solver_stats: bool = False  # fills SolverStats (the panel shows them)
 
 
 INTEGRATORS: dict[str, Integrator] = {
@@ -894,9 +895,9 @@ INTEGRATORS: dict[str, Integrator] = {
         Integrator("verlet", verlet, False,
                    "Stormer-Verlet: second order, bounded energy"),
         Integrator("implicit_midpoint", implicit_midpoint, True,
-                   "theta = 1/2, CG solve: nearly conserves energy, large dt"),
+                   "theta = 1/2, CG solve: nearly conserves energy, large dt", True),
         Integrator("backward_euler", backward_euler, True,
-                   "theta = 1, CG solve: damps, stable at any dt"),
+                   "theta = 1, CG solve: damps, stable at any dt", True),
     )
 }
 

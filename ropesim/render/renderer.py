@@ -1,4 +1,4 @@
-"""Draw a :class:`~ropesim.simulation.Simulation` with moderngl into any framebuffer.
+"""Draw a :class:`~ropesim.engine.simulation.Simulation` with moderngl into any framebuffer.
 
 The same code serves the interactive viewer (moderngl-window's default
 framebuffer) and headless rendering (an EGL context and an
@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import moderngl
 import numpy as np
 
-from .paths import shader_dir
+from ..io.paths import shader_dir
 from .surface import vertex_normals
 
 __all__ = [

@@ -3,7 +3,7 @@
 A scene file looks like::
 
     description = "One line shown by `ropesim scenes`"
-    builder = "cloth"            # a name in ropesim.builders.BUILDERS ("explicit" included)
+    builder = "cloth"            # a name in ropesim.engine.builders.BUILDERS ("explicit" included)
     [cloth]                      # the builder's keyword arguments
     nx = 24
     [simulation]                 # dt (s), gravity (m/s^2), integrator, drag (1/s), substeps
@@ -30,12 +30,12 @@ from typing import Any
 
 import tomli_w
 
-from ropesim.builders import BUILDERS
-from ropesim.model import SpringSystem
-from ropesim.paths import scene_dir
+from ropesim.engine.builders import BUILDERS
+from ropesim.engine.model import SpringSystem
+from ropesim.io.paths import scene_dir
 
 if typing.TYPE_CHECKING:
-    from ropesim.simulation import Simulation
+    from ropesim.engine.simulation import Simulation
 
 DEFAULT_SCENE = "cloth"
 
@@ -60,7 +60,7 @@ class _Field:
 
 
 def _integrator_names() -> list[str]:
-    from ropesim.integrators import INTEGRATORS
+    from ropesim.engine.integrators import INTEGRATORS
 
     return list(INTEGRATORS)
 
@@ -257,8 +257,8 @@ class Scene:
         return system
 
     def contacts(self) -> list:
-        """The scene's obstacles as ropesim.contacts objects (ground first)."""
-        from ropesim.contacts import Ground, Sphere
+        """The scene's obstacles as ropesim.engine.contacts objects (ground first)."""
+        from ropesim.engine.contacts import Ground, Sphere
 
         found = [Ground(**self.ground)] if self.ground is not None else []
         return found + [Sphere(**sphere) for sphere in self.spheres]
@@ -266,7 +266,7 @@ class Scene:
     def simulation(self, **overrides: Any) -> "Simulation":
         """A Simulation of the built system with this scene's settings and contacts;
         keyword arguments replace any of them (e.g. ``integrator="verlet"``)."""
-        from ropesim.simulation import Simulation
+        from ropesim.engine.simulation import Simulation
 
         kwargs: dict[str, Any] = {**copy.deepcopy(self.settings), "contacts": self.contacts()}
         kwargs.update(overrides)

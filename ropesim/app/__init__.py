@@ -1,0 +1,1 @@
+"""The programs: the moderngl-window viewer, its panel and the ``ropesim`` command line."""

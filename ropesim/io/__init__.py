@@ -1,0 +1,1 @@
+"""Files in and out: resource paths, scene files, trajectories, videos and plots."""
