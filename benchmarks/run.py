@@ -7,6 +7,8 @@ time, and parallel kernels on a busy machine.
     python benchmarks/run.py --write docs/performance.md      # ... and writes it there
     python benchmarks/run.py --quick                          # one round, N <= 256, short
     python benchmarks/run.py --only explicit --sizes 64 128 --rounds 5
+    git worktree add ../before HEAD~3 && python benchmarks/run.py --baseline ../before
+                                                              # this checkout against another
 
 Every measurement runs in a fresh Python process (``--worker``), and the processes of
 one round are interleaved (every implementation at one size, then the next size), with
@@ -64,8 +66,11 @@ def worker_main(spec: str) -> None:
     sys.stdout.flush()
 
 
-def run_case(case: str, params: dict, env: dict | None = None, timeout: float = 900) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker",
+def run_case(case: str, params: dict, env: dict | None = None, timeout: float = 900,
+             root: str = ROOT) -> dict:
+    """Run one case in a fresh process. ``root``: the checkout to measure; another checkout
+    runs its own benchmarks/run.py worker (its own cases.py, which knows its own internals)."""
+    cmd = [sys.executable, os.path.join(root, "benchmarks", "run.py"), "--worker",
            json.dumps({"case": case, **params})]
     full_env = dict(os.environ)
     full_env.setdefault("PYTHONPATH", "")
@@ -73,7 +78,7 @@ def run_case(case: str, params: dict, env: dict | None = None, timeout: float = 
         full_env.update(env)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=full_env, cwd=ROOT)
+                              env=full_env, cwd=root)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout} s"}
     for line in reversed(proc.stdout.splitlines()):
@@ -169,6 +174,58 @@ def bench_startup() -> dict:
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return {"cold": cold, "warm": warm}
+
+
+def bench_side_by_side(baseline: str, sizes, rounds, steps, budget) -> dict:
+    """This checkout against another one (``--baseline DIR``), in the same run: symplectic
+    Euler float32 on the standard cloth at each size and backward Euler on the stiff 64 x 64
+    cloth, the two checkouts alternated process by process, the order swapped every round."""
+    roots = {"this": ROOT, "baseline": os.path.abspath(baseline)}
+    results: dict[tuple[str, str], list] = {}
+    for r in range(rounds):
+        order = ["this", "baseline"] if r % 2 == 0 else ["baseline", "this"]
+        for n in sizes:
+            for who in order:
+                res = run_case("explicit", {"impl": "ropesim-f32", "n": n, "steps": steps,
+                                            "budget": budget}, root=roots[who])
+                results.setdefault((who, f"explicit {n}"), []).append(res.get("per_call"))
+                log(f"  round {r + 1} N={n} {who}: {res.get('per_call') or res}")
+        for who in order:
+            res = run_case("implicit", {"dtype": "float64", "cg_tolerance": 1e-4,
+                                        "be_parallel": "auto", "reps": 3}, root=roots[who])
+            results.setdefault((who, "implicit"), []).append(res.get("be_second_s"))
+            log(f"  round {r + 1} backward Euler {who}: {res.get('be_second_s') or res}")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=roots["baseline"],
+                            capture_output=True, text=True).stdout.strip()
+    return {"baseline": roots["baseline"], "commit": commit, "sizes": list(sizes),
+            "results": results}
+
+
+def side_by_side_section(data) -> str:
+    sbs = data["side_by_side"]
+    res = sbs["results"]
+    lines = []
+    add = lines.append
+    add("## This checkout against a baseline checkout")
+    add("")
+    add(f"`--baseline {os.path.relpath(sbs['baseline'], ROOT)}` (commit {sbs['commit'] or '?'}), "
+        "measured in the same run: each figure is the median over the rounds, the two "
+        "checkouts alternating process by process (each runs its own benchmark worker). "
+        "Ratio > 1: this checkout is faster.")
+    add("")
+    add("| workload | this checkout | baseline | ratio |")
+    add("|---|---:|---:|---:|")
+    for n in sbs["sizes"]:
+        ours, theirs = (median(res.get((w, f"explicit {n}"), [])) for w in ("this", "baseline"))
+        ratio = f"**{ours / theirs:.2f}x**" if ours and theirs else "–"
+        add(f"| symplectic Euler, float32, N = {n} (steps/s) | {fmt(ours)} | {fmt(theirs)} "
+            f"| {ratio} |")
+    ours, theirs = (median(res.get((w, "implicit"), [])) for w in ("this", "baseline"))
+    ratio = f"**{theirs / ours:.2f}x**" if ours and theirs else "–"
+    add(f"| backward Euler, stiff 64 x 64, float64, s per simulated second | {fmt(ours, 3)} "
+        f"| {fmt(theirs, 3)} | {ratio} |")
+    add("")
+    return "\n".join(lines)
 
 
 #: (dtype, CG tolerance, how backward Euler's two CG attempts run: "auto" = at once on
@@ -331,6 +388,8 @@ def report(args, data) -> str:
         f"peers) and covers {data['steps']} steps, or as many as fit in "
         f"{data['budget']:g} s (at least 5) for the slow ones.")
     add("")
+    if "side_by_side" in data:
+        add(side_by_side_section(data))
     if "explicit" in data:
         add(explicit_tables(data))
     if "bandwidth" in data:
@@ -720,6 +779,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="explicit,implicit,frame,startup,loaded",
                         help="comma-separated sections")
     parser.add_argument("--impls", nargs="+", default=None)
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="another ropesim checkout (e.g. a git worktree of the commit "
+                             "before a change) to time side by side with this one")
     args = parser.parse_args(argv)
     if args.worker:
         worker_main(args.worker)
@@ -766,6 +828,11 @@ def main(argv=None) -> int:
         log("memory bandwidth:")
         data["bandwidth"] = bandwidth()
         log(f"  {data['bandwidth']}")
+    if args.baseline:
+        log(f"side by side with {args.baseline}:")
+        data["side_by_side"] = bench_side_by_side(
+            args.baseline, [n for n in sizes if n in (64, 128, 256)] or sizes, rounds,
+            args.steps, budget)
     if "implicit" in sections:
         log("stiff cloth, backward Euler vs symplectic Euler:")
         data["implicit"] = bench_implicit(1 if args.quick else max(1, rounds - 1))
