@@ -59,13 +59,14 @@ def check_fits_dtype(
     entry = int(np.flatnonzero(bad)[0])
     value = float(arr[entry])
     where = f" (entry {entry})" if arr.size > 1 else ""
+    in_unit = f" {unit}" if unit else ""
     if not np.isfinite(value):
-        raise ValueError(f"{field}: must be a finite number of {unit}, got {value}{where}")
-    allowed = f"magnitudes up to {limit:.3g} {unit}"
+        raise ValueError(f"{field}: must be a finite number{in_unit}, got {value}{where}")
+    allowed = f"magnitudes up to {limit:.3g}{in_unit}"
     if inverse:
-        allowed += f" and at least {1.0 / limit:.3g} {unit}"
+        allowed += f" and at least {1.0 / limit:.3g}{in_unit}"
     raise ValueError(
-        f"{field}: {value:g} {unit}{where} does not fit the simulation's {dtype.name}; "
+        f"{field}: {value:g}{in_unit}{where} does not fit the simulation's {dtype.name}; "
         f"allowed: {allowed}"
     )
 
@@ -84,7 +85,8 @@ def as_float_array(value: ArrayLike, field: str, unit: str) -> np.ndarray:
         except (ValueError, TypeError, OverflowError):
             arr = None
     if arr is None or arr.dtype.kind not in "iuf":
-        raise ValueError(f"{field}: expected numbers ({unit}), got {show(value)}")
+        in_unit = f" ({unit})" if unit else ""
+        raise ValueError(f"{field}: expected numbers{in_unit}, got {show(value)}")
     arr = arr.astype(np.float64)
     check_fits_dtype(arr, np.float64, field, unit)
     return arr
@@ -95,9 +97,11 @@ def check_number(
     maximum: float | None = None,
 ) -> float:
     """A single finite number (not a bool or a string) as a float, optionally bounded
-    below by `minimum` (excluded when `strict`) and above by `maximum`."""
+    below by `minimum` (excluded when `strict`) and above by `maximum`. `unit` may be ""
+    for a dimensionless value."""
+    in_unit = f" {unit}" if unit else ""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise ValueError(f"{field}: expected a number ({unit}), got {show(value)}")
+        raise ValueError(f"{field}: expected a number{in_unit}, got {show(value)}")
     number = float(as_float_array(value, field, unit))
     low_ok = minimum is None or (number > minimum if strict else number >= minimum)
     high_ok = maximum is None or number <= maximum
@@ -107,9 +111,7 @@ def check_number(
             parts.append(f"{'>' if strict else '>='} {minimum:g}")
         if maximum is not None:
             parts.append(f"<= {maximum:g}")
-        raise ValueError(
-            f"{field}: must be {' and '.join(parts)} {unit}, got {show(value)}"
-        )
+        raise ValueError(f"{field}: must be {' and '.join(parts)}{in_unit}, got {show(value)}")
     return number
 
 
