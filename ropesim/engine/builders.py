@@ -150,18 +150,21 @@ def _check_precision(
     system placed so far from 0 that float64 cannot tell its springs' ends apart to
     :data:`MIN_RELATIVE_SPRING_LENGTH`."""
     lengths = np.linalg.norm(positions[springs[:, 0]] - positions[springs[:, 1]], axis=1)
-    if lengths.size and lengths.min() < MIN_LENGTH:
+    if not lengths.size:
+        return
+    distance = float(np.abs(positions).max())
+    if lengths.min() < MIN_RELATIVE_SPRING_LENGTH * distance:
+        raise ValueError(
+            f"{shift_name}, {size_name}: springs of {lengths.min():.3g} m at {distance:.3g} m "
+            f"from 0 lose their length to rounding; allowed: springs at least "
+            f"{MIN_RELATIVE_SPRING_LENGTH:g} times the distance from 0 (move {shift_name} "
+            "closer to 0 or make the system larger)"
+        )
+    if lengths.min() < MIN_LENGTH:
         raise ValueError(
             f"{size_name}: makes springs of {lengths.min():.3g} m, too short; "
             f"allowed: springs of at least {MIN_LENGTH:g} m, below which a spring has no "
             "direction and exerts no force"
-        )
-    distance = float(np.abs(positions).max())
-    if lengths.size and lengths.min() < MIN_RELATIVE_SPRING_LENGTH * distance:
-        raise ValueError(
-            f"{shift_name}: springs of {lengths.min():.3g} m at {distance:.3g} m from 0 lose "
-            f"their length to rounding; allowed: springs at least {MIN_RELATIVE_SPRING_LENGTH:g}"
-            f" times the distance from 0 (move {shift_name} closer to 0 or make the system larger)"
         )
 
 

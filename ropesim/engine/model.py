@@ -61,7 +61,9 @@ def check_fits_dtype(
     where = f" (entry {entry})" if arr.size > 1 else ""
     in_unit = f" {unit}" if unit else ""
     if not np.isfinite(value):
-        raise ValueError(f"{field}: must be a finite number{in_unit}, got {value}{where}")
+        raise ValueError(
+            f"{field}: must be a finite number{f' ({unit})' if unit else ''}, got {value}{where}"
+        )
     allowed = f"magnitudes up to {limit:.3g}{in_unit}"
     if inverse:
         allowed += f" and at least {1.0 / limit:.3g}{in_unit}"
@@ -268,7 +270,7 @@ class SpringSystem:
             bad = int(np.argwhere((springs < 0) | (springs >= n))[0][0])
             raise ValueError(
                 f"springs: index out of range in spring {bad} {springs[bad].tolist()}; "
-                f"allowed particle indices are 0..{n - 1}"
+                f"allowed particle indices are 0..{n - 1} (positions has {n} particles)"
             )
         self_loops = np.flatnonzero(springs[:, 0] == springs[:, 1])
         if self_loops.size:

@@ -412,6 +412,10 @@ def _too_deep(data: Any) -> str | None:
     return None
 
 
+#: Builder parameters that set a scene's size (named in the size-limit error).
+_COUNTED_KEYS = ("n", "m", "nx", "ny", "arms", "per_arm", "positions", "springs")
+
+
 def _check_size(where: str, builder: str, params: dict, max_particles: int) -> None:
     """Reject a scene whose builder would make more than `max_particles` particles (or
     MAX_SPRINGS_PER_PARTICLE times as many springs), before it allocates anything."""
@@ -420,8 +424,10 @@ def _check_size(where: str, builder: str, params: dict, max_particles: int) -> N
         return
     particles, springs = size
     if particles > max_particles or springs > MAX_SPRINGS_PER_PARTICLE * max_particles:
+        counts = [f"{k} = {show(v)}" for k, v in params.items() if k in _COUNTED_KEYS]
         raise SceneError(
-            f"{where}: [{builder}] builds {particles} particles and {springs} springs; "
+            f"{where}: [{builder}] {', '.join(counts) or 'the defaults'} build {particles} "
+            f"particles and {springs} springs; "
             f"allowed: at most max_particles = {max_particles} particles and "
             f"{MAX_SPRINGS_PER_PARTICLE} x max_particles springs (raise the limit with the "
             f"top-level key max_particles)"
