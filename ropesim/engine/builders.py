@@ -10,8 +10,12 @@ material arguments:
   length) instead of ``stiffness``, so a finer mesh behaves like a coarser one,
 - ``pins``: a pin-set name (each builder lists its own) or explicit particle indices.
 
-Lengths are in metres. Bad arguments raise ``ValueError`` naming the argument and
-what is allowed.
+Lengths are in metres. Bad arguments raise ``ValueError`` naming the argument, the
+value and what is allowed: counts are integers (not bools) up to MAX_PARTICLE_COUNT
+particles in all, flags are bools, numbers are finite, pins are names or integer
+indices (``[0.7]`` is refused), and a system must sit close enough to 0 for float64
+to keep its springs' lengths (MIN_RELATIVE_SPRING_LENGTH). :func:`planned_size`
+gives the particle and spring counts of a call without building it.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ lengths, stiffness and damping. It never changes while a simulation runs; the
 :class:`~ropesim.engine.simulation.Simulation` copies what it needs into its own state.
 
 Units: metres (m), seconds (s), kilograms (kg), stiffness in N/m, damping in N*s/m.
+
+Validation helpers shared by the engine (each error names the field, the value and
+what is allowed): :func:`as_float_array`, :func:`check_number`, :func:`as_index_array`,
+:func:`check_index_range`, and :func:`check_fits_dtype` / :meth:`SpringSystem.check_fits`
+for values that must fit the simulation's float32 or float64.
 """
 
 from __future__ import annotations
