@@ -297,3 +297,84 @@ def test_registry_lists_every_builder():
     assert set(builders.BUILDERS) == {
         "rope", "cloth", "ring", "star", "triangle", "random_network", "explicit"
     }
+
+
+# --- validation: issue 10 cases ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: rope(bend=True, bend_stiffness=-1.0), r"^bend_stiffness: must be >= 0 N/m"),
+        (lambda: rope(bend=True, bend_stiffness="stiff"), r"^bend_stiffness: expected a number"),
+        (lambda: rope(pins=[0.7]), r"^pins: expected a name or a list of indices"),
+        (lambda: rope(pins=[True]), r"^pins: expected a name or a list of indices"),
+        (lambda: rope(pins=[[0, 1]]), r"^pins: expected a flat list of indices"),
+        (lambda: rope(n=True), r"^n: expected an integer >= 2, got True"),
+        (lambda: rope(n=2**40), r"^n: must be <= 2147483647"),
+        (lambda: rope(dim=True), r"^dim: allowed 2 \(planar\) or 3, got True"),
+        (lambda: rope(dim=np.array([2, 3])), r"^dim: allowed 2 \(planar\) or 3"),
+        (lambda: rope(bend="yes"), r"^bend: expected true or false, got 'yes'"),
+        (lambda: rope(length=np.inf), r"^length: must be a finite number \(m\), got inf"),
+        (lambda: rope(length="3"), r"^length: expected a number m, got '3'"),
+        (lambda: rope(mass=None), r"^mass: expected a number kg, got None"),
+        (lambda: rope(stiffness=np.nan), r"^stiffness: must be a finite number"),
+        (lambda: rope(stiffness=[1.0, 2.0]), r"^stiffness: expected a number N/m"),
+        (lambda: rope(damping=True), r"^damping: expected a number"),
+        (lambda: rope(young_modulus=np.inf), r"^young_modulus: must be a finite number"),
+        (lambda: rope(origin="here"), r"^origin: expected numbers \(m\), got 'here'"),
+        (lambda: rope(origin=(0, np.nan, 0)), r"^origin: must be a finite number"),
+        (lambda: rope(direction=(1, 2, 3, 4)), r"^direction: expected 2 or 3 finite numbers"),
+        (lambda: rope(origin=(1e20, 0, 0)), r"^origin, length, n: springs of .* lose their length"),
+        (lambda: cloth(spacing=1e-14), r"^spacing: makes springs of 1e-14 m, too short"),
+        (lambda: cloth(nx=2**16, ny=2**16), r"^nx, ny: 4294967296 particles in all; allowed at "
+                                             r"most 2147483647"),
+        (lambda: cloth(plane=["xy"]), r"^plane: allowed 'xy' or 'xz', got \['xy'\]"),
+        (lambda: cloth(shear=1), r"^shear: expected true or false, got 1"),
+        (lambda: cloth(origin=(0, 0, np.inf)), r"^origin: must be a finite number"),
+        (lambda: ring(spokes="no"), r"^spokes: expected true or false"),
+        (lambda: ring(center=(1e30, 0)), r"^center, radius: springs of .* lose their length"),
+        (lambda: star(rim=None), r"^rim: expected true or false, got None"),
+        (lambda: star(arms=2**20, per_arm=2**12), r"^arms, per_arm: .* particles in all"),
+        (lambda: random_network(seed=-1), r"^seed: expected an integer >= 0, got -1"),
+        (lambda: random_network(seed=True), r"^seed: expected an integer >= 0, got True"),
+        (lambda: random_network(box=1e-300), r"^center, box: springs of .* lose their length"
+                                              r"|^box: makes springs"),
+        (lambda: triangle(mass=-1.0), r"^mass: must be > 0 kg"),
+        (lambda: triangle(pins=[3]), r"^pins: particle indices must be in 0\.\.2, got \[3\]"),
+    ],
+)
+def test_bad_values_name_the_argument_the_value_and_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_direction_with_huge_or_tiny_components_is_normalised():
+    half = np.sqrt(0.5)
+    for direction, unit in [((1e100, 1e100, 0.0), (half, half, 0.0)),
+                            ((1e-200, 0.0, 1e-200), (half, 0.0, half))]:
+        system = rope(5, 4.0, direction=direction)
+        np.testing.assert_allclose(system.positions[-1], 4.0 * np.array(unit))
+
+
+def test_integral_float_pins_are_accepted_fractions_are_not():
+    assert np.flatnonzero(rope(5, pins=[1.0, 3.0]).pinned).tolist() == [1, 3]
+    assert np.flatnonzero(rope(5, pins=np.array([4])).pinned).tolist() == [4]
+    with pytest.raises(ValueError, match=r"^pins: "):
+        rope(5, pins=[1.5])
+
+
+@pytest.mark.parametrize("name, params", [
+    ("rope", {}), ("rope", {"n": 9, "bend": True}), ("cloth", {}),
+    ("cloth", {"nx": 5, "ny": 3, "shear": False}), ("cloth", {"nx": 4, "ny": 6, "bend": False}),
+    ("ring", {"spokes": True}), ("ring", {"n": 5}), ("star", {"rim": True}),
+    ("star", {"arms": 3, "per_arm": 1}), ("triangle", {}), ("random_network", {"n": 12, "m": 20}),
+    ("explicit", {"positions": [[0, 0], [1, 0], [2, 0]], "springs": [[0, 1], [1, 2]]}),
+])
+def test_planned_size_counts_what_the_builder_makes(name, params):
+    system = builders.BUILDERS[name](**params)
+    assert builders.planned_size(name, params) == (system.n_particles, system.n_springs)
+
+
+def test_planned_size_is_none_for_counts_that_are_not_integers():
+    assert builders.planned_size("rope", {"n": "many"}) is None
+    assert builders.planned_size("cloth", {"nx": 2.5}) is None
+    assert builders.planned_size("cloth", {"nx": True}) is None

@@ -236,6 +236,41 @@ def test_parse_value_reads_toml_values_and_keeps_plain_text():
         ('builder = "cloth"\n[camera]\nzoom = 2\n', r"unknown key 'camera\.zoom'"),
         ('builder = "triangle"\n[simulation]\ngravity = [0, 0, -9.81]\n',
          r"simulation\.gravity: a planar system needs gz = 0"),
+        ('builder = "cloth"\n[simulation]\ndt = inf\n', r"simulation\.dt: inf is not a usable"),
+        ('builder = "cloth"\n[simulation]\ndt = 1e300\n', r"simulation\.dt: 1e\+300 is not"),
+        ('builder = "cloth"\n[simulation]\ndrag = inf\n', r"simulation\.drag: inf is not"),
+        ('builder = "cloth"\n[simulation]\ngravity = [0, nan, 0]\n',
+         r"simulation\.gravity: nan is not a usable number; allowed: finite numbers"),
+        ('builder = "cloth"\n[simulation]\nsubsteps = 100000\n',
+         r"simulation\.substeps: allowed an integer from 1 to 1000, got 100000"),
+        ('builder = "cloth"\n[simulation]\nsubsteps = true\n',
+         r"simulation\.substeps: expected an integer, got True"),
+        ('builder = "cloth"\n[ground]\nheight = nan\n', r"ground\.height: nan is not"),
+        ('builder = "cloth"\n[ground]\nfriction = 20.0\n',
+         r"ground\.friction: allowed a friction coefficient from 0 to 10, got 20\.0"),
+        ('builder = "cloth"\n[[spheres]]\ncenter = [nan, 0, 0]\nradius = 1.0\n',
+         r"spheres\.center: nan is not"),
+        ('builder = "cloth"\n[[spheres]]\ncenter = [0, 0, 0]\nradius = inf\n',
+         r"spheres\.radius: inf is not"),
+        ('builder = "cloth"\n[camera]\ndistance = inf\n', r"camera\.distance: inf is not"),
+        ('builder = "cloth"\n[camera]\nazimuth = nan\n', r"camera\.azimuth: nan is not"),
+        ('[cloth]\nnx = 3\n', r": missing required key 'builder' \(which builder makes the "
+                              r"system\); allowed: rope, cloth"),
+        ('builder = 3\n', r"builder: expected a string, got 3"),
+        ('builder = "rope"\n[rope]\nbend = true\nbend_stiffness = -1.0\n',
+         r"\[rope\] bend_stiffness: must be >= 0 N/m, got -1\.0"),
+        ('builder = "rope"\n[rope]\npins = [0.7]\n', r"rope\.pins: expected a string or a list"),
+        ('builder = "rope"\n[rope]\nn = true\n', r"rope\.n: expected an integer, got True"),
+        ('builder = "cloth"\n[cloth]\nnx = 10000\nny = 10000\n',
+         r"\[cloth\] nx = 10000, ny = 10000 build 100000000 particles .* allowed: at most "
+         r"max_particles = 1000000 particles"),
+        ('builder = "cloth"\nmax_particles = 10\n[cloth]\nnx = 4\nny = 4\n',
+         r"build 16 particles .* max_particles = 10 particles"),
+        ('builder = "cloth"\nmax_particles = 0\n', r"max_particles: allowed an integer >= 1"),
+        ('builder = "random_network"\n[random_network]\nn = 100\nm = 4950\nseed = 1\n'
+         'max_particles = 10\n', r"unknown key 'random_network\.max_particles'"),
+        ('builder = "cloth"\n[cloth]\norigin = ' + "[" * 40 + "]" * 40 + "\n",
+         r"cloth\.origin: nested too deeply \(at 'cloth\.origin\[0\]\[0\]"),
     ],
 )
 def test_bad_scene_file_names_the_file_and_the_key(tmp_path, text, message):
@@ -257,3 +292,71 @@ def test_unknown_scene_name_lists_the_shipped_scenes(tmp_path):
         load("nope")
     with pytest.raises(SceneError, match=r"no such scene file"):
         load(tmp_path / "missing.toml")
+
+
+# --- validation: issue 10 cases ------------------------------------------------------------
+def test_a_huge_cloth_is_refused_before_anything_is_allocated(tmp_path):
+    path = write(tmp_path, 'builder = "cloth"\n[cloth]\nnx = 100000\nny = 100000\n')
+    with pytest.raises(SceneError, match=r"10000000000 particles"):
+        load(path)  # 1e10 particles would need ~ 240 GB: it must fail before building
+
+
+def test_max_particles_key_raises_the_limit_and_round_trips(tmp_path):
+    text = 'builder = "cloth"\nmax_particles = 2000\n[cloth]\nnx = 40\nny = 40\n'
+    scene = load(write(tmp_path, text))
+    assert scene.max_particles == 2000 and scene.build().n_particles == 1600
+    scene.save(tmp_path / "again.toml")
+    assert load(tmp_path / "again.toml").max_particles == 2000
+    assert scenes.MAX_PARTICLES == 1_000_000 and load("cloth").max_particles == 1_000_000
+    assert "max_particles" not in load("cloth").to_dict()
+    with pytest.raises(SceneError, match=r"^override: \[cloth\] nx = 2000, ny = 2000 build"):
+        load("cloth").with_overrides({"nx": 2000, "ny": 2000})
+    assert load("cloth").with_overrides({"nx": 30, "max_particles": 5000}).max_particles == 5000
+
+
+def test_non_utf8_file_is_a_scene_error_naming_the_file(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('description = "caf\xe9"\nbuilder = "cloth"\n'.encode("latin-1"))
+    with pytest.raises(SceneError, match=r"not UTF-8 text \(byte 18, line 1\)") as error:
+        load(path)
+    assert str(error.value).startswith(f"{path}: ")
+
+
+def test_deep_nesting_is_one_line_error_not_a_recursion_error(tmp_path):
+    path = write(tmp_path, 'builder = "cloth"\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(SceneError, match=r"nested too deeply; allowed: at most 32 levels") as err:
+        load(path)
+    assert str(err.value).startswith(f"{path}: ") and "\n" not in str(err.value)
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(SceneError, match=r"^scene 'deep': rope\.origin: nested too deeply"):
+        scene_from_dict({"builder": "rope", "rope": {"origin": deep}}, "deep")
+    with pytest.raises(SceneError, match=r"nested too deeply"):
+        scenes.parse_value("[" * 100_000 + "]" * 100_000)
+
+
+def test_oversized_file_is_refused_without_reading_it(tmp_path):
+    path = tmp_path / "huge.toml"
+    with open(path, "wb") as handle:
+        handle.truncate(scenes.MAX_SCENE_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(SceneError, match=r"bytes; allowed: scene files up to 67108864 bytes"):
+        load(path)
+
+
+def test_shipped_name_wins_over_a_folder_or_file_of_that_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cloth").mkdir()
+    (tmp_path / "rope").write_text('builder = "ring"\n', encoding="utf-8")
+    assert load("cloth").source == scenes.scene_dir() / "cloth.toml"
+    assert load("rope").builder == "rope"  # the shipped rope, not ./rope
+    with pytest.raises(SceneError, match=r"^cloth: is a folder, not a scene file"):
+        load("./cloth")
+    assert load("./rope").builder == "ring"  # a path is a path
+    (tmp_path / "mine").write_text('builder = "star"\n', encoding="utf-8")
+    assert load("mine").builder == "star"  # not shipped: a local file of that name
+    (tmp_path / "dir.toml").mkdir()
+    with pytest.raises(SceneError, match=r"dir\.toml: is a folder, not a scene file"):
+        load("dir.toml")
+    with pytest.raises(SceneError, match=r"^scene: expected a scene name or a path, got 3"):
+        load(3)

@@ -10,17 +10,26 @@ material arguments:
   length) instead of ``stiffness``, so a finer mesh behaves like a coarser one,
 - ``pins``: a pin-set name (each builder lists its own) or explicit particle indices.
 
-Lengths are in metres. Bad arguments raise ``ValueError`` naming the argument and
-what is allowed.
+Lengths are in metres. Bad arguments raise ``ValueError`` naming the argument, the
+value and what is allowed: counts are integers (not bools) up to MAX_PARTICLE_COUNT
+particles in all, flags are bools, numbers are finite, pins are names or integer
+indices (``[0.7]`` is refused), and a system must sit close enough to 0 for float64
+to keep its springs' lengths (MIN_RELATIVE_SPRING_LENGTH). :func:`planned_size`
+gives the particle and spring counts of a call without building it.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ropesim.engine.model import SpringSystem
+from ropesim.engine.forces import MIN_LENGTH
+from ropesim.engine.model import (
+    MAX_PARTICLE_COUNT, SpringSystem, as_float_array, as_index_array, check_index_range,
+    check_number, show,
+)
 
 Pins = str | Sequence[int]
 Vector = Sequence[float]
@@ -38,38 +47,85 @@ CLOTH_DAMPING = 0.1  # N*s/m
 CLOTH_PLANES = ("xy", "xz")
 
 
+#: Smallest spring length, relative to the system's distance from 0, that builders
+#: accept: float64 keeps 16 digits, so this leaves 7 for the spring itself.
+MIN_RELATIVE_SPRING_LENGTH = 1e-9
+
+
 # --- argument checks ------------------------------------------------------------------
 def _check_count(name: str, value: int, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {show(value)}")
     if value < minimum:
         raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    if value > MAX_PARTICLE_COUNT:
+        raise ValueError(f"{name}: must be <= {MAX_PARTICLE_COUNT}, got {value}")
     return int(value)
 
 
+def _check_total(names: str, total: int) -> None:
+    """Reject a particle count that does not fit the int32 particle indices."""
+    if total > MAX_PARTICLE_COUNT:
+        raise ValueError(
+            f"{names}: {total} particles in all; allowed at most {MAX_PARTICLE_COUNT}"
+        )
+
+
 def _check_positive(name: str, value: float, unit: str) -> float:
-    number = float(value)
-    if not np.isfinite(number) or number <= 0:
-        raise ValueError(f"{name}: must be a finite number > 0 {unit}, got {value!r}")
-    return number
+    return check_number(value, name, unit, minimum=0.0, strict=True)
+
+
+def _check_flag(name: str, value: bool) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: expected true or false, got {show(value)}")
+    return bool(value)
+
+
+def _check_materials(
+    mass: float, stiffness: float, damping: float, young_modulus: float | None,
+    **extra_stiffness: float | None,
+) -> None:
+    """Scalar material arguments, each named in its own error (``bend_stiffness=-1``
+    names ``bend_stiffness``); None is allowed for young_modulus and the extras."""
+    check_number(mass, "mass", "kg", minimum=0.0, strict=True)
+    check_number(stiffness, "stiffness", "N/m", minimum=0.0)
+    check_number(damping, "damping", "N*s/m", minimum=0.0)
+    if young_modulus is not None:
+        check_number(young_modulus, "young_modulus", "N", minimum=0.0)
+    for name, value in extra_stiffness.items():
+        if value is not None:
+            check_number(value, name, "N/m", minimum=0.0)
 
 
 def _check_dim(dim: int) -> int:
-    if isinstance(dim, bool) or dim not in (2, 3):
-        raise ValueError(f"dim: allowed 2 (planar) or 3, got {dim!r}")
+    if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)) or dim not in (
+        2, 3
+    ):
+        raise ValueError(f"dim: allowed 2 (planar) or 3, got {show(dim)}")
     return int(dim)
 
 
 def _vector(name: str, value: Vector, dim: int) -> np.ndarray:
     """A 2- or 3-component vector as a length-`dim` array; planar systems need z = 0."""
-    vec = np.asarray(value, dtype=np.float64).ravel()
-    if vec.shape not in ((2,), (3,)) or not np.all(np.isfinite(vec)):
-        raise ValueError(f"{name}: expected 2 or 3 finite numbers, got {value!r}")
+    vec = as_float_array(value, name, "m").ravel()
+    if vec.shape not in ((2,), (3,)):
+        raise ValueError(f"{name}: expected 2 or 3 finite numbers, got {show(value)}")
     full = np.zeros(3)
     full[: vec.size] = vec
     if dim == 2 and full[2] != 0.0:
-        raise ValueError(f"{name}: a planar system (dim=2) needs z = 0, got {value!r}")
+        raise ValueError(f"{name}: a planar system (dim=2) needs z = 0, got {show(value)}")
     return full[:dim]
+
+
+def _unit_vector(name: str, value: Vector, dim: int) -> np.ndarray:
+    """A non-zero direction scaled to length 1 (scaled by its largest component first,
+    so huge and tiny components neither overflow nor vanish)."""
+    vec = _vector(name, value, dim)
+    largest = np.abs(vec).max()
+    if largest == 0:
+        raise ValueError(f"{name}: must be a non-zero vector, got {show(value)}")
+    vec = vec / largest
+    return vec / np.linalg.norm(vec)
 
 
 def _pin_indices(pins: Pins, named: dict[str, Callable[[], list[int]]], n: int) -> list[int]:
@@ -80,12 +136,40 @@ def _pin_indices(pins: Pins, named: dict[str, Callable[[], list[int]]], n: int) 
             raise ValueError(f"pins: unknown name {pins!r}; allowed: {allowed}")
         return sorted(set(named[pins]()))
     try:
-        indices = [int(i) for i in pins]
-    except (TypeError, ValueError):
-        raise ValueError(f"pins: expected a name or a list of indices ({allowed}), got {pins!r}")
-    if any(not 0 <= i < n for i in indices):
-        raise ValueError(f"pins: particle indices must be in 0..{n - 1}, got {indices}")
-    return sorted(set(indices))
+        indices = as_index_array(pins, "pins")
+    except ValueError:
+        raise ValueError(
+            f"pins: expected a name or a list of indices ({allowed}), got {show(pins)}"
+        ) from None
+    if indices.ndim != 1:
+        raise ValueError(f"pins: expected a flat list of indices ({allowed}), got {show(pins)}")
+    check_index_range(indices, "pins", n)
+    return sorted(set(indices.tolist()))
+
+
+def _check_precision(
+    size_name: str, shift_name: str, positions: np.ndarray, springs: np.ndarray
+) -> None:
+    """Reject springs shorter than forces.MIN_LENGTH (they would exert no force), and a
+    system placed so far from 0 that float64 cannot tell its springs' ends apart to
+    :data:`MIN_RELATIVE_SPRING_LENGTH`."""
+    lengths = np.linalg.norm(positions[springs[:, 0]] - positions[springs[:, 1]], axis=1)
+    if not lengths.size:
+        return
+    distance = float(np.abs(positions).max())
+    if lengths.min() < MIN_RELATIVE_SPRING_LENGTH * distance:
+        raise ValueError(
+            f"{shift_name}, {size_name}: springs of {lengths.min():.3g} m at {distance:.3g} m "
+            f"from 0 lose their length to rounding; allowed: springs at least "
+            f"{MIN_RELATIVE_SPRING_LENGTH:g} times the distance from 0 (move {shift_name} "
+            "closer to 0 or make the system larger)"
+        )
+    if lengths.min() < MIN_LENGTH:
+        raise ValueError(
+            f"{size_name}: makes springs of {lengths.min():.3g} m, too short; "
+            f"allowed: springs of at least {MIN_LENGTH:g} m, below which a spring has no "
+            "direction and exerts no force"
+        )
 
 
 def _finish(
@@ -102,10 +186,14 @@ def _finish(
     rest_lengths: np.ndarray | float | None = None,
     triangles: np.ndarray | None = None,
     grid_shape: tuple[int, int] | None = None,
+    placed_by: tuple[str, str] | None = None,
 ) -> SpringSystem:
-    """Concatenate spring groups (with their per-spring stiffness) into one system."""
+    """Concatenate spring groups (with their per-spring stiffness) into one system;
+    `placed_by` names the arguments that sized and placed it (:func:`_check_precision`)."""
     pairs = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in springs])
     k = np.concatenate([np.asarray(s, dtype=np.float64) for s in stiffness])
+    if placed_by is not None:
+        _check_precision(*placed_by, positions, pairs)
     return SpringSystem(
         positions,
         pairs,
@@ -154,13 +242,12 @@ def rope(
     length = _check_positive("length", length, "m")
     dim = _check_dim(dim)
     start = _vector("origin", origin, dim)
-    axis = _vector("direction", direction, dim)
-    norm = np.linalg.norm(axis)
-    if norm == 0:
-        raise ValueError(f"direction: must be a non-zero vector, got {direction!r}")
+    axis = _unit_vector("direction", direction, dim)
+    bend = _check_flag("bend", bend)
+    _check_materials(mass, stiffness, damping, young_modulus, bend_stiffness=bend_stiffness)
     if bend and n < 3:
         raise ValueError(f"bend: bend springs need n >= 3 particles, got n = {n}")
-    positions = start + np.linspace(0.0, length, n)[:, None] * (axis / norm)
+    positions = start + np.linspace(0.0, length, n)[:, None] * axis
 
     ids = np.arange(n)
     groups = [_chain(ids)]
@@ -176,7 +263,7 @@ def rope(
     )
     return _finish(
         "rope", positions, groups, k, mass=mass, damping=damping,
-        young_modulus=young_modulus, pinned=pinned,
+        young_modulus=young_modulus, pinned=pinned, placed_by=("length, n", "origin"),
         meta={"segment_length": length / (n - 1), "bend": bool(bend)},
     )
 
@@ -212,9 +299,14 @@ def cloth(
     """
     nx = _check_count("nx", nx, 2)
     ny = _check_count("ny", ny, 2)
+    _check_total("nx, ny", nx * ny)
     spacing = _check_positive("spacing", spacing, "m")
-    if plane not in CLOTH_PLANES:
-        raise ValueError(f"plane: allowed 'xy' or 'xz', got {plane!r}")
+    if not isinstance(plane, str) or plane not in CLOTH_PLANES:
+        raise ValueError(f"plane: allowed 'xy' or 'xz', got {show(plane)}")
+    structural = _check_flag("structural", structural)
+    shear = _check_flag("shear", shear)
+    bend = _check_flag("bend", bend)
+    _check_materials(mass, stiffness, damping, young_modulus)
     shift = _vector("origin", (0.0, 0.0, 0.0) if origin is None else origin, 3)
 
     rows, cols = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
@@ -269,7 +361,7 @@ def cloth(
     return _finish(
         "cloth", positions, groups, [np.full(len(g), float(stiffness)) for g in groups],
         mass=mass, damping=damping, young_modulus=young_modulus, pinned=pinned,
-        triangles=triangles, grid_shape=(ny, nx),
+        triangles=triangles, grid_shape=(ny, nx), placed_by=("spacing", "origin"),
         meta={"spacing": spacing, "plane": plane, "spring_groups": spring_groups},
     )
 
@@ -296,8 +388,11 @@ def ring(
     """
     n = _check_count("n", n, 3)
     radius = _check_positive("radius", radius, "m")
+    spokes = _check_flag("spokes", spokes)
+    _check_total("n, spokes", n + spokes)
     dim = _check_dim(dim)
     middle = _vector("center", center, dim)
+    _check_materials(mass, stiffness, damping, young_modulus)
     angle = np.pi / 2 + 2 * np.pi * np.arange(n) / n
     rim = np.zeros((n, dim))
     rim[:, 0], rim[:, 1] = radius * np.cos(angle), radius * np.sin(angle)
@@ -314,6 +409,7 @@ def ring(
     return _finish(
         "ring", positions, groups, [np.full(len(g), float(stiffness)) for g in groups],
         mass=mass, damping=damping, young_modulus=young_modulus, pinned=pinned,
+        placed_by=("radius", "center"),
         meta={"radius": radius, "spokes": bool(spokes)},
     )
 
@@ -342,6 +438,9 @@ def star(
     """
     arms = _check_count("arms", arms, 2)
     per_arm = _check_count("per_arm", per_arm, 1)
+    _check_total("arms, per_arm", 1 + arms * per_arm)
+    rim = _check_flag("rim", rim)
+    _check_materials(mass, stiffness, damping, young_modulus)
     if rim and arms < 3:
         raise ValueError(f"rim: joining the arms in a loop needs arms >= 3, got {arms}")
     arm_length = _check_positive("arm_length", arm_length, "m")
@@ -368,6 +467,7 @@ def star(
     return _finish(
         "star", positions, groups, [np.full(len(g), float(stiffness)) for g in groups],
         mass=mass, damping=damping, young_modulus=young_modulus, pinned=pinned,
+        placed_by=("arm_length, per_arm", "center"),
         meta={"arms": arms, "per_arm": per_arm, "rim": bool(rim)},
     )
 
@@ -386,6 +486,7 @@ def triangle(
     stretched), k = 2 N/m. Pins: "none" or indices.
     """
     rest_length = _check_positive("rest_length", rest_length, "m")
+    _check_materials(mass, stiffness, damping, young_modulus)
     positions = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, -1.0]])
     springs = np.array([[0, 1], [1, 2], [2, 0]])
     pinned = _pin_indices(pins, {"none": lambda: []}, 3)
@@ -425,11 +526,12 @@ def random_network(
             f"m: a connected network of n = {n} particles needs {n - 1} <= m <= {most} "
             f"springs, got m = {m}"
         )
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed: expected an integer, got {seed!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: expected an integer >= 0, got {show(seed)}")
     box = _check_positive("box", box, "m")
     dim = _check_dim(dim)
     middle = _vector("center", center, dim)
+    _check_materials(mass, stiffness, damping, young_modulus)
 
     rng = np.random.default_rng(seed)
     positions = middle + rng.uniform(-box / 2, box / 2, size=(n, dim))
@@ -448,6 +550,7 @@ def random_network(
     return _finish(
         "random_network", positions, [springs], [np.full(m, float(stiffness))], mass=mass,
         damping=damping, young_modulus=young_modulus, pinned=pinned,
+        placed_by=("box", "center"),
         meta={"seed": seed, "box": box},
     )
 
@@ -486,3 +589,55 @@ BUILDERS: dict[str, Callable[..., SpringSystem]] = {
     "explicit": explicit,
 }
 """Builder name -> function; scene files name their builder by these keys."""
+
+
+def planned_size(builder: str, params: dict) -> tuple[int, int] | None:
+    """(particles, springs) that ``BUILDERS[builder](**params)`` would make, computed
+    from the parameters without building anything (so a size limit can be checked
+    before a huge allocation). None when a count is not a valid integer: the builder
+    itself reports that."""
+    defaults = {
+        name: p.default for name, p in inspect.signature(BUILDERS[builder]).parameters.items()
+    }
+    args = {**defaults, **params}
+
+    def count(name: str) -> int:
+        value = args[name]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise _NotACount
+        return max(int(value), 0)
+
+    def flag(name: str) -> bool:
+        return args[name] is True
+
+    try:
+        if builder == "rope":
+            n = count("n")
+            return n, max(n - 1, 0) + (max(n - 2, 0) if flag("bend") else 0)
+        if builder == "cloth":
+            nx, ny = count("nx"), count("ny")
+            springs = (
+                flag("structural") * (ny * max(nx - 1, 0) + nx * max(ny - 1, 0))
+                + flag("shear") * 2 * max(nx - 1, 0) * max(ny - 1, 0)
+                + flag("bend") * (ny * max(nx - 2, 0) + nx * max(ny - 2, 0))
+            )
+            return nx * ny, springs
+        if builder == "ring":
+            n = count("n")
+            return n + flag("spokes"), n * (1 + flag("spokes"))
+        if builder == "star":
+            arm_particles = count("arms") * count("per_arm")
+            return 1 + arm_particles, arm_particles * (1 + flag("rim"))
+        if builder == "random_network":
+            return count("n"), count("m")
+        if builder == "triangle":
+            return 3, 3
+        if builder == "explicit":
+            return len(args["positions"]), len(args["springs"])
+    except (_NotACount, TypeError, KeyError):
+        return None
+    return None
+
+
+class _NotACount(Exception):
+    pass

@@ -15,45 +15,51 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from .model import as_float_array, check_number, show
+
+
+#: Largest Coulomb friction coefficient accepted. Beyond a few the contact already
+#: takes off all tangential speed for any landing steeper than atan(1 / friction);
+#: real materials stay below about 2.
+MAX_FRICTION = 10.0
+
 
 def _check_friction(friction: float, owner: str) -> float:
-    friction = float(friction)
-    if not np.isfinite(friction) or friction < 0:
-        raise ValueError(f"{owner}.friction: must be >= 0 (0 = frictionless), got {friction}")
-    return friction
+    """A Coulomb friction coefficient in 0 (frictionless) .. MAX_FRICTION."""
+    return check_number(friction, f"{owner}.friction", "", minimum=0.0, maximum=MAX_FRICTION)
 
 
 @dataclass(frozen=True)
 class Ground:
-    """Horizontal floor at y = height (m) with Coulomb friction coefficient."""
+    """Horizontal floor at y = height (m) with Coulomb friction coefficient (0..10)."""
 
     height: float = 0.0
     friction: float = 0.5
 
     def __post_init__(self) -> None:
-        if not np.isfinite(float(self.height)):
-            raise ValueError(f"ground.height: must be a finite number of metres, got {self.height}")
-        object.__setattr__(self, "height", float(self.height))
+        object.__setattr__(self, "height", check_number(self.height, "ground.height", "m"))
         object.__setattr__(self, "friction", _check_friction(self.friction, "ground"))
 
 
 @dataclass(frozen=True)
 class Sphere:
-    """Static ball obstacle: centre (m), radius (m), Coulomb friction coefficient."""
+    """Static ball obstacle: centre (m, 2 or 3 numbers; z = 0 if 2), radius (m, > 0),
+    Coulomb friction coefficient (0..10)."""
 
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
     radius: float = 0.5
     friction: float = 0.3
 
     def __post_init__(self) -> None:
-        center = np.asarray(self.center, dtype=float).ravel()
-        if center.shape not in ((2,), (3,)) or not np.all(np.isfinite(center)):
-            raise ValueError(f"sphere.center: expected 2 or 3 finite numbers, got {self.center}")
+        center = as_float_array(self.center, "sphere.center", "m").ravel()
+        if center.shape not in ((2,), (3,)):
+            raise ValueError(
+                f"sphere.center: expected 2 or 3 finite numbers, got {show(self.center)}"
+            )
         center3 = tuple(float(v) for v in np.pad(center, (0, 3 - center.size)))
-        if not float(self.radius) > 0:
-            raise ValueError(f"sphere.radius: must be > 0 m, got {self.radius}")
+        radius = check_number(self.radius, "sphere.radius", "m", minimum=0.0, strict=True)
         object.__setattr__(self, "center", center3)
-        object.__setattr__(self, "radius", float(self.radius))
+        object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "friction", _check_friction(self.friction, "sphere"))
 
 

@@ -14,12 +14,25 @@ A scene file looks like::
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
 file fails with a :class:`SceneError` naming the file and the key before any work.
+
+Validation: the file is read as UTF-8 and may be at most ``MAX_SCENE_BYTES`` (64 MiB);
+values may nest at most ``MAX_NESTING`` (32) levels of tables and arrays. Every number
+must be finite and at most 1.3e154 in magnitude (so that one product still fits a
+float64); dt, radius, distance > 0; drag, friction >= 0 (friction at most 10);
+substeps 1..``MAX_SUBSTEPS`` (1000). A scene may build at most ``max_particles``
+particles and 16 springs per allowed particle; the limit is ``MAX_PARTICLES``
+(1,000,000) unless the file raises it with the top-level key ``max_particles =
+5000000`` (or an override ``max_particles=5000000``). The size is computed from the
+builder's parameters before anything is allocated. A bare name such as ``cloth`` is a
+shipped scene even when a file or folder of that name is in the current directory;
+``./cloth``, anything with a path separator and anything ending in ``.toml`` is a path.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import os
 import tomllib
 import types
 import typing
@@ -30,14 +43,29 @@ from typing import Any
 
 import tomli_w
 
-from ropesim.engine.builders import BUILDERS
-from ropesim.engine.model import SpringSystem
+from ropesim.engine.builders import BUILDERS, planned_size
+from ropesim.engine.contacts import MAX_FRICTION
+from ropesim.engine.model import SpringSystem, dtype_limit, show
 from ropesim.io.paths import scene_dir
 
 if typing.TYPE_CHECKING:
     from ropesim.engine.simulation import Simulation
 
 DEFAULT_SCENE = "cloth"
+
+#: Largest scene file read, bytes.
+MAX_SCENE_BYTES = 64 * 2**20
+#: Deepest nesting of tables and arrays in a scene (an explicit scene needs 4).
+MAX_NESTING = 32
+#: Default limit on the particles a scene may build; a scene raises it with the
+#: top-level key ``max_particles``.
+MAX_PARTICLES = 1_000_000
+#: Springs allowed per allowed particle (a cloth with every family has about 6).
+MAX_SPRINGS_PER_PARTICLE = 16
+#: Most simulation steps per rendered frame: more would stall the viewer for seconds.
+MAX_SUBSTEPS = 1000
+#: Largest magnitude of any number in a scene (float64 with room for one product).
+MAX_MAGNITUDE = dtype_limit(float)
 
 
 class SceneError(ValueError):
@@ -74,16 +102,19 @@ SIMULATION_FIELDS = {
         lambda: "one of " + ", ".join(_integrator_names()), "symplectic_euler",
     ),
     "drag": _Field(float, lambda v: v >= 0, "a drag rate >= 0 1/s", 0.0),
-    "substeps": _Field(int, lambda v: v >= 1, "an integer >= 1", 1),
+    "substeps": _Field(
+        int, lambda v: 1 <= v <= MAX_SUBSTEPS, f"an integer from 1 to {MAX_SUBSTEPS}", 1
+    ),
 }
+_FRICTION_ALLOWED = f"a friction coefficient from 0 to {MAX_FRICTION:g}"
 GROUND_FIELDS = {
     "height": _Field(float, None, "", 0.0),
-    "friction": _Field(float, lambda v: v >= 0, "a friction coefficient >= 0", 0.5),
+    "friction": _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED, 0.5),
 }
 SPHERE_FIELDS = {
     "center": _Field(_VEC3, default=REQUIRED),
     "radius": _Field(float, lambda v: v > 0, "a radius > 0 m", REQUIRED),
-    "friction": _Field(float, lambda v: v >= 0, "a friction coefficient >= 0", 0.3),
+    "friction": _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED, 0.3),
 }
 CAMERA_FIELDS = {
     "azimuth": _Field(float),
@@ -92,7 +123,9 @@ CAMERA_FIELDS = {
     "target": _Field(_VEC3),
     "fov_y": _Field(float, lambda v: 0 < v < 180, "a field of view between 0 and 180 deg"),
 }
-_TOP_LEVEL = ("description", "builder", "simulation", "ground", "spheres", "camera")
+_TOP_LEVEL = (
+    "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera"
+)
 
 
 # --- values and types -----------------------------------------------------------------
@@ -103,6 +136,10 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise SceneError(
+            f"value {show(text)}: nested too deeply; allowed: at most {MAX_NESTING} levels"
+        ) from None
 
 
 def _describe(expected: Any) -> str:
@@ -122,6 +159,10 @@ def _describe(expected: Any) -> str:
 
 class _WrongType(Exception):
     pass
+
+
+class _OutOfRange(Exception):
+    """A number of the right type that no simulation can hold (inf, nan, 1e300)."""
 
 
 def _coerce(value: Any, expected: Any) -> Any:
@@ -154,7 +195,13 @@ def _coerce(value: Any, expected: Any) -> Any:
     if expected is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _WrongType
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise _OutOfRange(value) from None
+        if not abs(number) <= MAX_MAGNITUDE:  # also catches nan
+            raise _OutOfRange(value)
+        return number
     if expected is int:
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -172,7 +219,14 @@ def _typed(where: str, key: str, value: Any, expected: Any) -> Any:
     try:
         return _coerce(value, expected)
     except _WrongType:
-        raise SceneError(f"{where}: {key}: expected {_describe(expected)}, got {value!r}") from None
+        raise SceneError(
+            f"{where}: {key}: expected {_describe(expected)}, got {show(value)}"
+        ) from None
+    except _OutOfRange as error:
+        raise SceneError(
+            f"{where}: {key}: {error.args[0]!r} is not a usable number; allowed: finite "
+            f"numbers up to {MAX_MAGNITUDE:.3g} in magnitude"
+        ) from None
 
 
 def _unknown_key(where: str, key: str, allowed: Sequence[str]) -> SceneError:
@@ -181,7 +235,9 @@ def _unknown_key(where: str, key: str, allowed: Sequence[str]) -> SceneError:
 
 def _table(where: str, section: str, value: Any) -> dict:
     if not isinstance(value, dict):
-        raise SceneError(f"{where}: {section}: expected a table ([{section}]), got {value!r}")
+        raise SceneError(
+            f"{where}: {section}: expected a table ([{section}]), got {show(value)}"
+        )
     return value
 
 
@@ -196,7 +252,7 @@ def _fixed_section(where: str, section: str, data: dict, fields: dict[str, _Fiel
         value = _typed(where, f"{section}.{key}", value, spec.type)
         if spec.check is not None and not spec.check(value):
             allowed = spec.allowed() if callable(spec.allowed) else spec.allowed
-            raise SceneError(f"{where}: {section}.{key}: allowed {allowed}, got {value!r}")
+            raise SceneError(f"{where}: {section}.{key}: allowed {allowed}, got {show(value)}")
         out[key] = value
     missing = [k for k, spec in fields.items() if spec.default is REQUIRED and k not in out]
     if missing:
@@ -238,6 +294,7 @@ class Scene:
     ``settings`` holds dt (s), gravity (m/s^2), integrator, drag (1/s) and substeps
     (simulation steps per rendered frame). ``ground`` (height m, friction) is optional;
     ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
+    ``max_particles`` is the size limit the scene was checked against.
     """
 
     name: str
@@ -249,6 +306,7 @@ class Scene:
     spheres: list[dict] = field(default_factory=list)
     camera: dict = field(default_factory=dict)
     source: Path | None = None
+    max_particles: int = MAX_PARTICLES
 
     def build(self) -> SpringSystem:
         """A fresh SpringSystem from the builder and its parameters."""
@@ -284,11 +342,20 @@ class Scene:
         for key, raw in overrides.items():
             section, name = self._override_target(key)
             value = parse_value(raw) if isinstance(raw, str) else raw
-            data.setdefault(section, {})[name] = value
+            if section is None:
+                data[name] = value
+            else:
+                data.setdefault(section, {})[name] = value
         return _validate(data, self.name, self.source, where="override")
 
-    def _override_target(self, key: str) -> tuple[str, str]:
+    def _override_target(self, key: str) -> tuple[str | None, str]:
+        """(section, key) an override changes; section None for the top-level
+        ``max_particles``."""
         sections = (self.builder, "simulation", "ground", "camera")
+        if key == "max_particles":
+            return None, key
+        if not isinstance(key, str):
+            raise SceneError(f"override: key: expected a string, got {show(key)}")
         if "." in key:
             section, name = key.split(".", 1)
             if section not in sections:
@@ -301,7 +368,7 @@ class Scene:
             return self.builder, key
         if key in SIMULATION_FIELDS:
             return "simulation", key
-        allowed = [*builder_parameters(self.builder), *SIMULATION_FIELDS]
+        allowed = [*builder_parameters(self.builder), *SIMULATION_FIELDS, "max_particles"]
         raise SceneError(
             f"override: unknown key {key!r}; allowed: {', '.join(allowed)} "
             f"or section.key with a section in {', '.join(sections)}"
@@ -310,6 +377,8 @@ class Scene:
     def to_dict(self) -> dict:
         """The scene as plain TOML-ready data (what :meth:`save` writes)."""
         data: dict[str, Any] = {"description": self.description, "builder": self.builder}
+        if self.max_particles != MAX_PARTICLES:
+            data["max_particles"] = self.max_particles
         data[self.builder] = {k: v for k, v in self.params.items() if v is not None}
         data["simulation"] = dict(self.settings)
         if self.ground is not None:
@@ -325,30 +394,88 @@ class Scene:
         Path(path).write_text(tomli_w.dumps(self.to_dict()), encoding="utf-8")
 
 
+def _too_deep(data: Any) -> str | None:
+    """The key path (``explicit.positions[0]``) of the first table or array nested more
+    than MAX_NESTING levels deep in `data`, or None; no recursion, so no depth is too much."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return where
+        items = (
+            ((f"{where}.{k}" if where else str(k)), v) for k, v in value.items()
+        ) if isinstance(value, dict) else ((f"{where}[{i}]", v) for i, v in enumerate(value))
+        stack.extend(
+            (child, key, depth + 1) for key, child in items
+            if isinstance(child, (dict, list, tuple))
+        )
+    return None
+
+
+#: Builder parameters that set a scene's size (named in the size-limit error).
+_COUNTED_KEYS = ("n", "m", "nx", "ny", "arms", "per_arm", "positions", "springs")
+
+
+def _check_size(where: str, builder: str, params: dict, max_particles: int) -> None:
+    """Reject a scene whose builder would make more than `max_particles` particles (or
+    MAX_SPRINGS_PER_PARTICLE times as many springs), before it allocates anything."""
+    size = planned_size(builder, params)
+    if size is None:
+        return
+    particles, springs = size
+    if particles > max_particles or springs > MAX_SPRINGS_PER_PARTICLE * max_particles:
+        counts = [f"{k} = {show(v)}" for k, v in params.items() if k in _COUNTED_KEYS]
+        raise SceneError(
+            f"{where}: [{builder}] {', '.join(counts) or 'the defaults'} build {particles} "
+            f"particles and {springs} springs; "
+            f"allowed: at most max_particles = {max_particles} particles and "
+            f"{MAX_SPRINGS_PER_PARTICLE} x max_particles springs (raise the limit with the "
+            f"top-level key max_particles)"
+        )
+
+
 def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
     """Check every key and type, build the system once, and return the Scene."""
-    for key in data:
-        if key not in _TOP_LEVEL and key != data.get("builder"):
-            allowed = ["description", "builder", "<builder section>", *_TOP_LEVEL[2:]]
-            raise _unknown_key(where, key, allowed)
+    data = _table(where, "scene", data)
+    deep = _too_deep(data)
+    if deep is not None:
+        raise SceneError(
+            f"{where}: {deep.split('[')[0]}: nested too deeply (at {show(deep)}); allowed: at "
+            f"most {MAX_NESTING} levels of tables and arrays"
+        )
     if "builder" not in data:
         raise SceneError(
-            f"{where}: missing required key 'builder'; allowed: {', '.join(BUILDERS)}"
+            f"{where}: missing required key 'builder' (which builder makes the system); "
+            f"allowed: {', '.join(BUILDERS)}"
         )
     builder = _typed(where, "builder", data["builder"], str)
     if builder not in BUILDERS:
         raise SceneError(
-            f"{where}: builder: unknown builder {builder!r}; allowed: {', '.join(BUILDERS)}"
+            f"{where}: builder: unknown builder {show(builder)}; allowed: {', '.join(BUILDERS)}"
         )
+    for key in data:
+        if key not in _TOP_LEVEL and key != builder:
+            allowed = ["description", "builder", "max_particles", "<builder section>",
+                       *_TOP_LEVEL[3:]]
+            raise _unknown_key(where, show(key) if not isinstance(key, str) else key, allowed)
     description = _typed(where, "description", data.get("description", ""), str)
+    max_particles = _typed(where, "max_particles", data.get("max_particles", MAX_PARTICLES), int)
+    if max_particles < 1:
+        raise SceneError(
+            f"{where}: max_particles: allowed an integer >= 1, got {show(max_particles)}"
+        )
     spheres = data.get("spheres", [])
     if not isinstance(spheres, list):
-        raise SceneError(f"{where}: spheres: expected an array of tables ([[spheres]])")
+        raise SceneError(
+            f"{where}: spheres: expected an array of tables ([[spheres]]), got {show(spheres)}"
+        )
+    params = _builder_section(where, builder, data.get(builder, {}))
+    _check_size(where, builder, params, max_particles)
     scene = Scene(
         name=name,
         description=description,
         builder=builder,
-        params=_builder_section(where, builder, data.get(builder, {})),
+        params=params,
         settings=_fixed_section(where, "simulation", data.get("simulation", {}), SIMULATION_FIELDS),
         ground=(
             _fixed_section(where, "ground", data["ground"], GROUND_FIELDS)
@@ -357,11 +484,16 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         spheres=[_fixed_section(where, "spheres", s, SPHERE_FIELDS) for s in spheres],
         camera=_fixed_section(where, "camera", data.get("camera", {}), CAMERA_FIELDS),
         source=source,
+        max_particles=max_particles,
     )
     try:
         system = scene.build()
     except ValueError as error:
         raise SceneError(f"{where}: [{builder}] {error}") from None
+    try:
+        scene.contacts()
+    except ValueError as error:
+        raise SceneError(f"{where}: {error}") from None
     if system.planar and scene.settings["gravity"][2] != 0:
         raise SceneError(
             f"{where}: simulation.gravity: a planar system needs gz = 0, "
@@ -382,27 +514,74 @@ def scene_names() -> list[str]:
     return sorted(names, key=lambda n: n != DEFAULT_SCENE)
 
 
+def _is_path(path_or_name: str | Path) -> bool:
+    """Whether a scene argument is a path rather than a shipped scene name: a Path
+    object, text ending in .toml, or text with a path separator (``./cloth``)."""
+    if isinstance(path_or_name, Path):
+        return True
+    text = str(path_or_name)
+    separators = [sep for sep in (os.sep, os.altsep, "/") if sep]
+    return text.endswith(".toml") or any(sep in text for sep in separators)
+
+
 def scene_path(path_or_name: str | Path) -> Path:
-    """The file of a scene given as a path to a .toml file or a shipped scene name."""
+    """The file of a scene given as a path or a shipped scene name.
+
+    A bare name (``cloth``) is a shipped scene, even when a file or folder of that name
+    is in the current directory; a bare name that is not shipped may still be a file
+    there. A path (see :func:`_is_path`) must be an existing file.
+    """
+    if not isinstance(path_or_name, (str, Path)):
+        raise SceneError(
+            f"scene: expected a scene name or a path, got {show(path_or_name)}"
+        )
     path = Path(path_or_name)
-    if path.suffix == ".toml" or path.exists():
-        if not path.is_file():
-            raise SceneError(f"{path}: no such scene file")
-        return path
-    shipped = scene_dir() / f"{path_or_name}.toml"
-    if not shipped.is_file():
+    if not _is_path(path_or_name):
+        shipped = scene_dir() / f"{path_or_name}.toml"
+        if shipped.is_file():
+            return shipped
+        if path.is_file():
+            return path
         raise SceneError(
             f"unknown scene {str(path_or_name)!r}; shipped scenes: {', '.join(scene_names())} "
-            "(or give a path to a .toml file)"
+            "(or give a path to a .toml file, e.g. ./my-scene.toml)"
         )
-    return shipped
+    if not path.is_file():
+        what = "is a folder, not a scene file" if path.is_dir() else "no such scene file"
+        raise SceneError(f"{path}: {what}")
+    return path
 
 
 def load(path_or_name: str | Path) -> Scene:
-    """Load and validate a scene from a .toml path or a shipped scene name ("cloth")."""
+    """Load and validate a scene from a .toml path or a shipped scene name ("cloth").
+
+    The file is read as UTF-8, at most MAX_SCENE_BYTES long and MAX_NESTING levels
+    deep; every problem is a SceneError naming the file (and the key)."""
     path = scene_path(path_or_name)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_SCENE_BYTES:
+            raise SceneError(
+                f"{path}: {size} bytes; allowed: scene files up to {MAX_SCENE_BYTES} bytes"
+            )
+        raw = path.read_bytes()
+    except OSError as error:
+        raise SceneError(f"{path}: cannot read the scene file: {error.strerror or error}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise SceneError(
+            f"{path}: not UTF-8 text (byte {error.start}, line {line}); allowed: a TOML file "
+            "saved as UTF-8"
+        ) from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SceneError(f"{path}: TOML syntax error: {error}") from None
+    except RecursionError:
+        raise SceneError(
+            f"{path}: values nested too deeply; allowed: at most {MAX_NESTING} levels of "
+            "tables and arrays"
+        ) from None
     return scene_from_dict(data, path.stem, path)
