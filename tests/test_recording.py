@@ -1,24 +1,16 @@
-"""recording.py: record / save / load trajectories, stops, plots, video writers, render()."""
+"""io.trajectory, io.video, io.plots and render.headless: record / save / load trajectories,
+stops, plots, video writers, render()."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ropesim.io.recording import (
-    OutputError,
-    RecordingInterrupted,
-    Trajectory,
-    check_output_path,
-    load_trajectory,
-    open_video_writer,
-    output_kind,
-    plot_energy,
-    record,
-    render,
-    save_png,
-    steps_per_frame,
-)
+from ropesim.io.outputs import OutputError, check_output_path
+from ropesim.io.plots import plot_energy
+from ropesim.io.trajectory import RecordingInterrupted, Trajectory, load_trajectory, record
+from ropesim.io.video import open_video_writer, output_kind, save_png, steps_per_frame
+from ropesim.render.headless import render
 from ropesim.io.scenes import load
 from ropesim.engine.simulation import Simulation, SimulationDiverged
 

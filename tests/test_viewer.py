@@ -14,10 +14,10 @@ import pytest
 from ropesim.engine.integrators import INTEGRATORS
 from ropesim.render.renderer import WIREFRAME_MODES
 from ropesim.io.scenes import load, scene_from_dict, scene_names
-from ropesim.app.viewer import (
-    HOTKEYS, LEFT, MAX_FRAME_TIME, MIDDLE, RIGHT, EnergyHistory, ViewerController, key_names,
-    main,
-)
+from ropesim.app.controller import EnergyHistory, ViewerController
+from ropesim.app.frame_clock import MAX_FRAME_TIME
+from ropesim.app.hotkeys import HOTKEYS, LEFT, MIDDLE, RIGHT, key_names
+from ropesim.app.viewer import main
 
 ROOT = Path(__file__).resolve().parent.parent
 VIEW = (800, 600)
@@ -78,7 +78,7 @@ def drag_fast(c: ViewerController, i: int, step_px: tuple[float, float], samples
         c.advance(interval)
         x, y = x + step_px[0], y + step_px[1]
         c.drag(x, y)
-    return c._interaction.last_point.copy()
+    return c.mouse.interaction.last_point.copy()
 
 
 # --- hotkeys ---------------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_p_and_v_without_a_renderer_only_report():
 
 
 def test_v_records_fixed_dt_frames_to_mp4(tmp_path):
-    from ropesim.io.recording import steps_per_frame
+    from ropesim.io.video import steps_per_frame
 
     c = controller(frame_source=fake_frames(), output_dir=tmp_path)
     c.handle_key("v")
@@ -290,7 +290,7 @@ def test_slow_machine_slows_down_instead_of_spiralling():
     c = controller()
     steps = [c.advance(0.2) for _ in range(20)]
     assert steps == [16] * 20
-    assert c._accumulator <= 16 * c.sim.dt + 1e-12
+    assert c.frame_clock.accumulator <= 16 * c.sim.dt + 1e-12
     assert c.advance(MAX_FRAME_TIME * 10) == 16
 
 
@@ -345,7 +345,7 @@ def test_fast_drag_release_leaves_the_particle_with_the_drag_velocity():
     # velocity is per simulated second (16 capped steps of 1 ms per 1/60 s frame)
     expected = (last - first) / (c.sim.time - start)
     assert np.linalg.norm(expected) > 1.0
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert c.sim.grabbed is None
     got = c.sim.velocities[i]
     assert np.linalg.norm(got - expected) < 0.03 * np.linalg.norm(expected)
@@ -365,7 +365,7 @@ def test_fling_velocity_is_right_when_events_arrive_in_batches_at_a_low_frame_ra
         for _ in range(3):   # three motion events per frame, same clock time
             x += 4.0
             c.drag(x, y)
-    expected = (c._interaction.last_point - first) / (c.sim.time - start)
+    expected = (c.mouse.interaction.last_point - first) / (c.sim.time - start)
     c.release(x, y, LEFT)
     got = c.sim.velocities[i]
     assert np.linalg.norm(got - expected) < 0.05 * np.linalg.norm(expected)
@@ -376,7 +376,7 @@ def test_release_after_holding_still_does_not_fling():
     i = c.sim.n_particles - 1
     drag_fast(c, i, (6.0, 0.0))
     c.clock.t += 0.5
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert np.allclose(c.sim.velocities[i], 0.0)
 
 
@@ -385,7 +385,7 @@ def test_dragging_while_paused_poses_the_particle_without_a_fling():
     i = c.sim.n_particles - 1
     c.handle_key("space")
     last = drag_fast(c, i, (8.0, 0.0))
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert np.allclose(c.sim.positions[i], last)
     assert np.allclose(c.sim.velocities[i], 0.0)
 
@@ -394,7 +394,7 @@ def test_pinned_particle_can_be_dragged_and_stays_where_dropped():
     c = controller()
     assert c.sim.pinned[0]
     last = drag_fast(c, 0, (5.0, 7.0))
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert c.sim.pinned[0]
     assert np.allclose(c.sim.positions[0], last)
     for _ in range(5):
@@ -407,7 +407,7 @@ def test_drag_in_a_2d_scene_stays_in_the_plane():
     c.camera.orbit(35.0, 20.0)   # even seen at an angle
     i = c.sim.n_particles - 1
     drag_fast(c, i, (4.0, -6.0))
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert np.all(c.sim.positions[:, 2] == 0)
     assert abs(c.sim.velocities[i, 2]) == 0 and np.linalg.norm(c.sim.velocities[i]) > 0.5
 
@@ -417,7 +417,7 @@ def test_flinging_a_rope_end_sends_a_wave_down_the_rope():
     n = c.sim.n_particles
     rest = c.sim.positions.copy()
     drag_fast(c, n - 1, (0.0, -15.0), samples=6)   # a flick upwards, 0.1 s
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     fling_speed = np.linalg.norm(c.sim.velocities[n - 1])
     assert fling_speed > 2.0
     moved = np.zeros(n)
