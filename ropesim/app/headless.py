@@ -253,6 +253,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     simulated = (n_frames - 1) * steps_per_frame(scene.settings["dt"], fps) * scene.settings["dt"]
     print(f"{scene.name}: {shown} of {size[0]}x{size[1]} px at {fps:g} fps "
           f"({simulated:.2f} s simulated) in {elapsed:.1f} s; wrote {args.out}")
+    return EXIT_OK
 
 
 __all__ = ["add_commands", "cmd_scenes", "cmd_run", "cmd_render", "parse_size"]
