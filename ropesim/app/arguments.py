@@ -93,6 +93,16 @@ def add_scene_arguments(parser: argparse.ArgumentParser, optional_scene: bool = 
         parser.add_argument("--integrator", help=f"one of: {', '.join(INTEGRATORS)}")
 
 
+def add_scene_command(commands: Any, name: str, handler: Callable[[argparse.Namespace], int],
+                      help: str, description: str, integrator: bool = True) -> argparse.ArgumentParser:
+    """A subcommand that works on one scene: its parser (on an argparse subparsers
+    object) with :func:`add_scene_arguments`, and ``args.handler`` set to ``handler``."""
+    parser = commands.add_parser(name, help=help, description=description)
+    parser.set_defaults(handler=handler)
+    add_scene_arguments(parser, integrator=integrator)
+    return parser
+
+
 def load_scene(name: str, overrides: Sequence[tuple[str, str]] = (), dt: float | None = None,
                integrator: str | None = None, substeps: int | None = None) -> Scene:
     """The scene with ``--set`` overrides, ``--dt`` (s), ``--integrator`` and
@@ -125,5 +135,5 @@ def check_output(path: str, suffixes: Sequence[str] | None = None) -> Path:
 __all__ = [
     "PROG", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED", "HEADLESS_HINT",
     "UsageError", "UsageParser", "error_line", "has_display", "number", "parse_assignment",
-    "add_scene_arguments", "load_scene", "scene_from_args", "check_output",
+    "add_scene_arguments", "add_scene_command", "load_scene", "scene_from_args", "check_output",
 ]

@@ -24,7 +24,7 @@ from ..engine.simulation import Simulation, SimulationDiverged
 from ..io.plots import PLOT_SUFFIXES, new_figure, save_figure
 from ..io.scenes import Scene
 from ..io.trajectory import RecordingInterrupted, Trajectory, record
-from .arguments import (EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError, add_scene_arguments,
+from .arguments import (EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError, add_scene_command,
                         check_output, number, scene_from_args)
 from .headless import add_quiet_argument
 from .progress import ProgressBar
@@ -52,13 +52,12 @@ def parse_dt_sweep(text: str) -> np.ndarray:
 
 def add_command(commands: Any) -> None:
     """Register ``compare`` on an argparse subparsers object (``args.handler``)."""
-    compare = commands.add_parser(
-        "compare", help="compare integrators: energy drift, strain, speed, stability",
+    compare = add_scene_command(
+        commands, "compare", cmd_compare,
+        help="compare integrators: energy drift, strain, speed, stability",
         description="Run one scene under several integrators with the same dt and "
                     "duration; print a table and plot energy drift and max strain. "
-                    "With --dt-sweep, map where each integrator diverges.")
-    compare.set_defaults(handler=cmd_compare)
-    add_scene_arguments(compare, integrator=False)
+                    "With --dt-sweep, map where each integrator diverges.", integrator=False)
     compare.add_argument("--integrators", metavar="A,B,C",
                          help="comma-separated names (default: all)")
     compare.add_argument("--duration", type=number(), metavar="S",

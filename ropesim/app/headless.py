@@ -28,7 +28,7 @@ from ..render.camera import parse_camera_arg
 from ..render.headless import frame_count, render
 from ..render.renderer import WIREFRAME_MODES
 from .arguments import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError,
-                        add_scene_arguments, check_output, number, scene_from_args)
+                        add_scene_command, check_output, number, scene_from_args)
 from .progress import ProgressBar
 
 DEFAULT_RUN_DURATION = 2.0  # s simulated by `run` without --steps/--duration
@@ -60,12 +60,10 @@ def add_commands(commands: Any) -> None:
     scenes = commands.add_parser("scenes", help="list the shipped scenes")
     scenes.set_defaults(handler=cmd_scenes)
 
-    run = commands.add_parser(
-        "run", help="simulate without a window and save the trajectory",
+    run = add_scene_command(
+        commands, "run", cmd_run, help="simulate without a window and save the trajectory",
         description="Step a scene and save positions every K steps, times, energies "
                     "(kinetic, spring, gravity, total, J), momentum and the spring list.")
-    run.set_defaults(handler=cmd_run)
-    add_scene_arguments(run)
     length = run.add_mutually_exclusive_group()
     length.add_argument("--duration", type=number(), metavar="S",
                         help=f"simulated time, s (default {DEFAULT_RUN_DURATION:g})")
@@ -82,12 +80,11 @@ def add_commands(commands: Any) -> None:
                      help="add particle I's coordinates over time to --plot")
     add_quiet_argument(run)
 
-    render_parser = commands.add_parser(
-        "render", help="render a video, GIF, PNG frames or a still, offscreen",
+    render_parser = add_scene_command(
+        commands, "render", cmd_render,
+        help="render a video, GIF, PNG frames or a still, offscreen",
         description="Render offscreen (EGL) with the viewer's drawing code. Each frame "
                     "advances round(1 / (fps * dt)) steps, so videos play at true speed.")
-    render_parser.set_defaults(handler=cmd_render)
-    add_scene_arguments(render_parser)
     render_parser.add_argument("--out", "-o", required=True, metavar="PATH",
                                help="cloth.mp4, cloth.gif, frames/ (numbered PNGs) or "
                                     "still.png (the last frame)")
