@@ -560,3 +560,43 @@ def test_no_display_is_a_one_line_error_naming_the_headless_command():
     assert result.stderr.count("\n") == 1, result.stderr
     assert "display" in result.stderr and "ropesim render" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- the panel reads the controller through an interface -------------------------------------------
+def test_controller_provides_everything_the_panel_reads():
+    from ropesim.app.panel import PanelSource
+
+    c = controller(cloth_scene())
+    wanted = set(PanelSource.__annotations__) | {
+        name for name, value in vars(PanelSource).items()
+        if callable(value) and not name.startswith("_")}
+    assert wanted >= {"sim", "energy", "set_parameter", "restart_cloth"}
+    assert [name for name in sorted(wanted) if not hasattr(c, name)] == []
+
+
+def test_panel_builds_its_windows_from_a_controller_without_a_window():
+    """imgui draw lists are built on the CPU: no window and no GL are needed."""
+    from imgui_bundle import imgui, implot
+
+    from ropesim.app.panel import Panel
+
+    context, plot_context = imgui.create_context(), implot.create_context()
+    try:
+        io = imgui.get_io()
+        io.display_size = imgui.ImVec2(*VIEW)
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        c = controller(cloth_scene())
+        panel = Panel(c)
+        vertices = []
+        for _ in range(3):
+            c.advance(FRAME)
+            io.delta_time = FRAME
+            imgui.new_frame()
+            panel.draw()
+            imgui.render()
+            vertices.append(sum(cmd.vtx_buffer.size() for cmd in imgui.get_draw_data().cmd_lists))
+        # imgui shows new windows from their second frame on
+        assert min(vertices[1:]) > 1000   # text, sliders and the energy plot of both windows
+    finally:
+        implot.destroy_context(plot_context)
+        imgui.destroy_context(context)

@@ -16,8 +16,9 @@ from ..engine.integrators import INTEGRATORS
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, scene_names
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
+from .frame_clock import FrameClock
 from .hotkeys import HOTKEYS, MOUSE_HELP
-from .parameters import SCALED
+from .parameters import SCALED, ParameterEditor
 
 HELP_FONT_SIZE_PX = 13.0
 PANEL_WIDTH = 300.0
@@ -34,9 +35,9 @@ class PanelSource(Protocol):
     sim: Simulation
     scene: Scene
     options: RenderOptions
-    energy: Any            # EnergyHistory: len() and series()
-    frame_clock: Any       # FrameClock: fps, steps_last_frame, ms_per_step
-    params: Any            # ParameterEditor: reference values of the scaled parameters
+    energy: Any                      # an EnergyHistory: len() and series()
+    frame_clock: FrameClock          # fps, steps_last_frame, ms_per_step
+    params: ParameterEditor          # reference values of the scaled parameters
     error: str | None
     paused: bool
     message: str

@@ -94,7 +94,7 @@ def create_viewer(argv: Sequence[str]) -> RopesimWindow:
         raise ViewerError(str(exc)) from None
     _check_display(args.window)
     if args.samples is None and _software_gl():
-        argv += ["--samples", "0"]   # MSAA would cut a software renderer's frame rate ~3x
+        argv += ["--samples", "0"]   # see _software_gl: MSAA costs such renderers dearly
     try:
         # an empty list would make moderngl-window read sys.argv instead
         return moderngl_window.create_window_config_instance(RopesimWindow,
