@@ -214,3 +214,24 @@ def test_trajectory_is_a_plain_dataclass_you_can_build():
                       spring=np.zeros(2), gravity=np.zeros(2), total=np.ones(2), momentum=np.zeros((2, 3)), max_strain=np.zeros(2),
                       springs=np.zeros((0, 2), np.int64))
     assert len(traj) == 2 and traj.n_particles == 1 and traj.energy.tolist() == [1.0, 1.0]
+
+
+# --- the frame loop shared by the viewer and render() -----------------------------------------------
+def test_advance_frame_runs_the_steps_and_times_them():
+    from ropesim.render.frame_loop import advance_frame
+
+    sim = star_sim()
+    result = advance_frame(sim, 7)
+    assert result.steps == 7 == sim.step_count and result.diverged is None
+    assert result.seconds > 0 and result.ms_per_step == pytest.approx(1000 * result.seconds / 7)
+    assert advance_frame(sim, 0).steps == 0 and sim.step_count == 7
+
+
+def test_advance_frame_returns_a_divergence_instead_of_raising_it():
+    from ropesim.render.frame_loop import advance_frame
+
+    sim = star_sim(integrator="explicit_euler", dt=0.02)
+    result = advance_frame(sim, 1000)
+    assert isinstance(result.diverged, SimulationDiverged)
+    assert result.steps == sim.step_count < 1000
+    assert np.all(np.isfinite(sim.positions))

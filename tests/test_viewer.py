@@ -252,6 +252,13 @@ def test_p_saves_a_png(tmp_path):
     assert str(files[0]) in c.message
 
 
+def test_p_into_a_missing_folder_reports_the_failure_and_keeps_running(tmp_path):
+    c = controller(frame_source=fake_frames(), output_dir=tmp_path / "missing")
+    c.handle_key("p")
+    assert c.message.startswith("screenshot failed") and not (tmp_path / "missing").exists()
+    assert c.advance(FRAME) > 0
+
+
 def test_p_and_v_without_a_renderer_only_report():
     c = controller()
     c.handle_key("p")
