@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -20,10 +20,10 @@ from ..io.outputs import Progress, check_count
 from ..io.scenes import Scene, load
 from ..io.video import (DEFAULT_FPS, DEFAULT_GIF_FPS, DEFAULT_SIZE, check_video_path,
                         open_video_writer, output_kind, save_png, steps_per_frame)
-from . import offscreen
-from .camera import OrbitCamera, parse_camera_arg
 from .frame_loop import advance_frame
-from .renderer import Renderer, RenderOptions
+
+if TYPE_CHECKING:
+    from .camera import OrbitCamera
 
 DEFAULT_RENDER_DURATION = 4.0  # s of simulated time
 
@@ -37,11 +37,13 @@ def _simulation_and_hints(scene_or_sim: Any) -> tuple[Simulation, dict]:
 
 
 def make_camera(sim: Simulation, aspect: float, hints: Mapping[str, Any] | None = None,
-                camera: Any = None) -> Any:
+                camera: Any = None) -> "OrbitCamera":
     """An OrbitCamera framing the current state for ``aspect`` (width / height), then
     updated with the scene's camera hints, then with ``camera``: a dict (as from
     :func:`~ropesim.render.camera.parse_camera_arg`), an "azimuth,elevation,distance" string,
     or an OrbitCamera used as it is."""
+    from .camera import OrbitCamera, parse_camera_arg
+
     if isinstance(camera, OrbitCamera):
         return camera
     view = OrbitCamera()
@@ -82,6 +84,10 @@ def render(scene_or_sim: Any, out: str | Path | None = None, frames: int | None 
     and returns its path. On divergence or Ctrl-C the frames rendered so far are
     written (the file is closed properly) and the exception propagates.
     """
+    # GL is imported on first use: `import ropesim` (engine scripting) needs no moderngl
+    from . import offscreen
+    from .renderer import Renderer, RenderOptions
+
     if fps is None:
         fps = DEFAULT_GIF_FPS if out is not None and output_kind(out) == "gif" else DEFAULT_FPS
     if not (fps > 0 and math.isfinite(fps)):
