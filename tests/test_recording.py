@@ -235,3 +235,24 @@ def test_advance_frame_returns_a_divergence_instead_of_raising_it():
     assert isinstance(result.diverged, SimulationDiverged)
     assert result.steps == sim.step_count < 1000
     assert np.all(np.isfinite(sim.positions))
+
+
+def test_rs_render_stays_the_function_after_the_render_package_is_imported():
+    """``rs.render`` is the function, not the ``ropesim.render`` package, also after a
+    first call imported the package's modules (a fresh interpreter: nothing loaded yet)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import ropesim as rs\n"
+            "first = rs.render('star', frames=1, size=(32, 32))\n"
+            "import ropesim.render.renderer\n"
+            "second = rs.render('star', frames=1, size=(32, 32))\n"
+            "print(callable(rs.render), len(first), len(second))\n")
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "1", "1"]
