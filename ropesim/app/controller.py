@@ -27,7 +27,7 @@ import numpy as np
 from ..engine.integrators import INTEGRATORS
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, SceneError, load, scene_names
-from ..io.video import steps_per_frame
+from ..io.video import VideoWriter, steps_per_frame
 from ..render.camera import OrbitCamera
 from ..render.frame_loop import advance_frame
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
@@ -104,10 +104,14 @@ class ViewerController:
         self.fullscreen_requested = False
         self.message = ""          # last status line (screenshot saved, ...)
         self.error: str | None = None
+        self.recorder: VideoWriter | None = None   # the open video while recording
+        self.recorded_frames = 0                   # frames in the current or last video
+        self.live = LiveParameters()               # panel edits kept across resets
+        self.gravity_on = True                     # the G key's switch
         self.frame_clock = FrameClock()
         self.mouse = Mouse(self)
-        self.capture = Capture(output_dir, frame_source)
-        self.params = ParameterEditor()
+        self.capture = Capture(self, output_dir, frame_source)
+        self.params = ParameterEditor(self)
         self.energy = EnergyHistory()
         self._initial_camera = camera
         self.sim: Simulation | None = None
@@ -123,9 +127,12 @@ class ViewerController:
         if previous is not None:
             overrides.update(dt=previous.dt, substeps=previous.substeps,
                              integrator=previous.integrator)
+        else:
+            self.live = LiveParameters()
+            self.gravity_on = True
         self.scene = scene
         self.sim = scene.simulation(**overrides)
-        self.params.attach(self.sim, scene, keep_live=previous is not None)
+        self.params.attach()
         self.mouse.attach(self.sim)
         self.paused = False
         self.error = None
@@ -207,13 +214,13 @@ class ViewerController:
             self.frame_clock.clear()
             self.frame_clock.steps_last_frame = 0
             return 0
-        if self.capture.recording:
+        if self.recorder is not None:
             steps = steps_per_frame(self.sim.dt, RECORD_FPS)
         else:
             steps = self.frame_clock.steps_for(frame_time, self.sim.dt, self.sim.substeps)
         done = self._run_steps(steps)
-        if self.capture.recording and done and not self.paused:
-            self.message = self.capture.add_frame() or self.message
+        if self.recorder is not None and done and not self.paused:
+            self.capture.add_frame()
         return done
 
     @property
@@ -286,8 +293,9 @@ class ViewerController:
         self.options.strain_colors = not self.options.strain_colors
 
     def toggle_gravity(self) -> None:
-        self.params.toggle_gravity()
-        self.message = "gravity on" if self.params.gravity_on else "gravity off"
+        self.gravity_on = not self.gravity_on
+        self.params.apply_gravity()
+        self.message = "gravity on" if self.gravity_on else "gravity off"
 
     def more_substeps(self) -> None:
         self.set_substeps(self.sim.substeps * 2)
@@ -308,37 +316,18 @@ class ViewerController:
     def toggle_fullscreen(self) -> None:
         self.fullscreen_requested = not self.fullscreen_requested
 
-    def screenshot(self) -> None:
+    def screenshot(self) -> Path | None:
         """Save the current view (fixed-size offscreen render) as a PNG."""
-        self.message = self.capture.screenshot(self.scene.name)
+        return self.capture.screenshot()
 
     def toggle_recording(self) -> None:
         """Start or stop an mp4 recording of fixed-dt frames."""
-        if self.capture.recording:
-            self.message = self.capture.stop()
+        if self.recorder is not None:
+            self.capture.stop()
         else:
-            self.message = self.capture.start(self.scene.name)
-
-    @property
-    def recorder(self) -> Any:
-        """The open video writer while recording, else None."""
-        return self.capture.writer
-
-    @property
-    def recorded_frames(self) -> int:
-        """Frames in the current (or last) recording."""
-        return self.capture.frames
+            self.capture.start()
 
     # -- live parameters (panel) -----------------------------------------------------------------
-    @property
-    def live(self) -> LiveParameters:
-        """The parameter scales kept across resets and restarts."""
-        return self.params.live
-
-    @property
-    def gravity_on(self) -> bool:
-        return self.params.gravity_on
-
     def parameter(self, name: str) -> float:
         """Current value of a panel parameter: dt (s), stiffness (N/m), damping
         (N s/m), mass (kg) or gravity (the y component, m/s^2)."""
@@ -416,7 +405,7 @@ class ViewerController:
             return "diverged"
         if self.paused:
             return "paused"
-        return "recording" if self.capture.recording else "running"
+        return "recording" if self.recorder is not None else "running"
 
     def window_title(self) -> str:
         """Window title: scene, integrator, state; says why and what to do after a divergence."""
@@ -426,14 +415,13 @@ class ViewerController:
                     "smaller dt in the panel)")
         if self.paused:
             return f"{base} - paused"
-        if self.capture.recording:
+        if self.recorder is not None:
             return f"{base} - recording"
         return base
 
     def close(self) -> None:
         """Finish an open recording (called when the window closes)."""
-        if self.capture.recording:
-            self.message = self.capture.stop()
+        self.capture.stop()
 
 
 __all__ = ["EnergyHistory", "MAX_SUBSTEPS", "ViewerController"]

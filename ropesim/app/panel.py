@@ -8,6 +8,7 @@ call on it; it knows nothing of the window. Build it between ``imgui.new_frame``
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from imgui_bundle import imgui, implot
@@ -15,6 +16,7 @@ from imgui_bundle import imgui, implot
 from ..engine.integrators import INTEGRATORS
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, scene_names
+from ..io.video import VideoWriter
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
 from .frame_clock import FrameClock
 from .hotkeys import HOTKEYS, MOUSE_HELP
@@ -41,7 +43,7 @@ class PanelSource(Protocol):
     error: str | None
     paused: bool
     message: str
-    recorder: Any
+    recorder: VideoWriter | None
     recorded_frames: int
     gravity_on: bool
     is_cloth: bool
@@ -56,7 +58,7 @@ class PanelSource(Protocol):
     def single_step(self) -> None: ...
     def reset(self) -> None: ...
     def frame_scene(self) -> None: ...
-    def screenshot(self) -> None: ...
+    def screenshot(self) -> Path | None: ...
     def toggle_recording(self) -> None: ...
     def cloth_shape(self) -> tuple[int, int, int | None]: ...
     def restart_cloth(self, nx: int, ny: int, pins: int | None) -> None: ...

@@ -3,15 +3,16 @@ the restart parameters of a cloth (width, height, pins).
 
 Live edits apply to the running simulation without a restart. Stiffness, damping and
 mass are kept as scales of the scene's own per-spring / per-particle values, so mixed
-values (a rope's weaker bend springs) keep their ratios; the scales and the gravity
-switch survive resets and cloth restarts, not scene switches.
+values (a rope's weaker bend springs) keep their ratios. The edits themselves are the
+host's state (the controller's ``live`` and ``gravity_on``, which survive resets and
+cloth restarts, not scene switches); :class:`ParameterEditor` checks and applies them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,11 +29,22 @@ _ARRAYS = {"stiffness": "stiffness", "damping": "damping", "mass": "masses"}
 
 @dataclass
 class LiveParameters:
-    """Panel edits kept across resets and restarts: scales of the scene's values."""
+    """Panel edits kept across resets and restarts: scales of the scene's values and
+    the gravity the G key switches on and off (m/s^2; None: the scene's own)."""
 
     stiffness_scale: float = 1.0
     damping_scale: float = 1.0
     mass_scale: float = 1.0
+    gravity: np.ndarray | None = None
+
+
+class ParameterHost(Protocol):
+    """Whose parameters are edited: its simulation, scene and live edits."""
+
+    sim: Simulation
+    scene: Scene
+    live: LiveParameters
+    gravity_on: bool
 
 
 def _reference_value(scene_value: Any, values: np.ndarray) -> float:
@@ -44,72 +56,67 @@ def _reference_value(scene_value: Any, values: np.ndarray) -> float:
 
 
 class ParameterEditor:
-    """Live parameters of one simulation at a time (see :meth:`attach`).
+    """Checks and applies the host's live edits to the host's simulation.
 
     ``reference`` holds the value each scaled parameter shows at scale 1 (N/m,
-    N s/m, kg); ``gravity_on`` and ``gravity_vector`` (m/s^2) the G key's switch and
-    the gravity it switches.
+    N s/m, kg) for the simulation last :meth:`attach`-ed.
     """
 
-    def __init__(self) -> None:
-        self.live = LiveParameters()
-        self.gravity_on = True
-        self.gravity_vector = np.zeros(3)
+    def __init__(self, host: ParameterHost) -> None:
+        self.host = host
         self.reference: dict[str, float] = {}
         self._base: dict[str, np.ndarray] = {}
-        self._sim: Simulation | None = None
 
-    def attach(self, sim: Simulation, scene: Scene, keep_live: bool) -> None:
-        """Edit ``sim``, a fresh simulation of ``scene``; without ``keep_live`` the
-        edits start over from the scene's values."""
-        self._sim = sim
-        if not keep_live:
-            self.gravity_on = True
-            self.gravity_vector = sim.gravity
-            self.live = LiveParameters()
+    def attach(self) -> None:
+        """The host has a fresh simulation of its scene: read its values (the base of
+        the scales) and apply the host's live edits to it."""
+        host, sim = self.host, self.host.sim
+        if host.live.gravity is None:
+            host.live.gravity = sim.gravity
         self._base = {name: np.array(getattr(sim, _ARRAYS[name])) for name in SCALED}
-        self.reference = {name: _reference_value(scene.params.get(name), self._base[name])
+        self.reference = {name: _reference_value(host.scene.params.get(name), self._base[name])
                           for name in SCALED}
-        self._apply_gravity()
+        self.apply_gravity()
         self._apply_scales()
 
-    def _apply_gravity(self) -> None:
-        self._sim.gravity = self.gravity_vector if self.gravity_on else np.zeros(3)
+    def apply_gravity(self) -> None:
+        """Gravity on or off as the host's ``gravity_on`` says."""
+        host = self.host
+        host.sim.gravity = host.live.gravity if host.gravity_on else np.zeros(3)
 
     def _apply_scales(self) -> None:
+        live, sim = self.host.live, self.host.sim
         for name, (_, setter) in SCALED.items():
-            getattr(self._sim, setter)(self._base[name] * getattr(self.live, f"{name}_scale"))
-
-    def toggle_gravity(self) -> None:
-        self.gravity_on = not self.gravity_on
-        self._apply_gravity()
+            getattr(sim, setter)(self._base[name] * getattr(live, f"{name}_scale"))
 
     def value(self, name: str) -> float:
         """Current value of a panel parameter: dt (s), stiffness (N/m), damping
         (N s/m), mass (kg) or gravity (the y component, m/s^2)."""
+        live = self.host.live
         if name == "dt":
-            return self._sim.dt
+            return self.host.sim.dt
         if name == "gravity":
-            return float(self.gravity_vector[1])
-        return self.reference[name] * getattr(self.live, f"{name}_scale")
+            return float(live.gravity[1])
+        return self.reference[name] * getattr(live, f"{name}_scale")
 
     def set(self, name: str, value: float) -> None:
         """Apply a panel edit live; a ValueError names the parameter and what is allowed."""
+        live = self.host.live
         value = float(value)
         if name == "dt":
-            self._sim.dt = value
+            self.host.sim.dt = value
         elif name == "gravity":
             if not math.isfinite(value):
                 raise ValueError("gravity: must be finite")
-            self.gravity_vector = np.array([self.gravity_vector[0], value, self.gravity_vector[2]])
-            self._apply_gravity()
+            live.gravity = np.array([live.gravity[0], value, live.gravity[2]])
+            self.apply_gravity()
         elif name in SCALED:
             reference = self.reference[name]
             if not (math.isfinite(value) and value >= 0 and (value > 0 or name != "mass")):
                 raise ValueError(f"{name}: must be {'> 0' if name == 'mass' else '>= 0'}")
             if reference <= 0:
                 raise ValueError(f"{name}: the scene has no {name} to scale")
-            setattr(self.live, f"{name}_scale", value / reference)
+            setattr(live, f"{name}_scale", value / reference)
             self._apply_scales()
         else:
             raise ValueError(f"unknown parameter {name!r}; allowed: dt, gravity, "
@@ -131,5 +138,5 @@ def cloth_overrides(nx: int, ny: int, pins: int | None) -> dict[str, object]:
     return overrides
 
 
-__all__ = ["LiveParameters", "PIN_PRESETS", "ParameterEditor", "SCALED", "cloth_overrides",
-           "cloth_shape"]
+__all__ = ["LiveParameters", "PIN_PRESETS", "ParameterEditor", "ParameterHost", "SCALED",
+           "cloth_overrides", "cloth_shape"]
