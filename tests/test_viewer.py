@@ -590,6 +590,7 @@ def test_panel_builds_its_windows_from_a_controller_without_a_window():
     context, plot_context = imgui.create_context(), implot.create_context()
     try:
         io = imgui.get_io()
+        io.set_ini_filename("")   # no imgui.ini in the working folder
         io.display_size = imgui.ImVec2(*VIEW)
         io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
         c = controller(cloth_scene())
