@@ -543,6 +543,20 @@ def test_bad_flag_values_are_one_line_errors(capsys):
     assert err.count("\n") == 2 and "Traceback" not in err
 
 
+def test_viewer_and_run_read_set_dt_and_integrator_with_one_parser():
+    from ropesim.app.arguments import scene_from_args
+    from ropesim.app.cli import build_parser as build_cli_parser
+    from ropesim.app.viewer import build_parser
+
+    flags = ["--set", "stiffness=5000", "rope.n=12", "--dt", "0.0005", "--integrator", "verlet"]
+    viewer_scene = scene_from_args(build_parser().parse_args(["rope", *flags, "--substeps", "8"]))
+    run_scene = scene_from_args(build_cli_parser().parse_args(["run", "rope", *flags]))
+    assert viewer_scene.params == run_scene.params
+    assert viewer_scene.params["stiffness"] == 5000 and viewer_scene.params["n"] == 12
+    assert viewer_scene.settings == {**run_scene.settings, "substeps": 8}
+    assert run_scene.settings["dt"] == 0.0005 and run_scene.settings["integrator"] == "verlet"
+
+
 def test_headless_window_backend_points_to_ropesim_render(capsys):
     assert main(["cloth", "--window", "headless"]) != 0
     err = capsys.readouterr().err

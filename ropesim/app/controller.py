@@ -212,8 +212,7 @@ class ViewerController:
         self.mouse.sample_fling()
         if self.paused:
             self.frame_clock.clear()
-            self.frame_clock.steps_last_frame = 0
-            return 0
+            return self._run_steps(0)
         if self.recorder is not None:
             steps = steps_per_frame(self.sim.dt, RECORD_FPS)
         else:
@@ -229,8 +228,8 @@ class ViewerController:
         return self.frame_clock.frame_interval
 
     def _run_steps(self, steps: int) -> int:
-        """Run ``steps`` steps through the shared frame loop; a divergence pauses with
-        a message that says how to recover."""
+        """Run ``steps`` steps (none if <= 0) through the shared frame loop; a divergence
+        pauses with a message that says how to recover."""
         if steps <= 0:
             self.frame_clock.steps_last_frame = 0
             return 0
