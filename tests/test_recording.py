@@ -216,7 +216,7 @@ def test_trajectory_is_a_plain_dataclass_you_can_build():
     assert len(traj) == 2 and traj.n_particles == 1 and traj.energy.tolist() == [1.0, 1.0]
 
 
-# --- the frame loop shared by the viewer and render() -----------------------------------------------
+# --- the frame loop shared by the viewer and render() ------------------------------------------
 def test_advance_frame_runs_the_steps_and_times_them():
     from ropesim.render.frame_loop import advance_frame
 

@@ -583,7 +583,7 @@ def test_no_display_is_a_one_line_error_naming_the_headless_command():
     assert "Traceback" not in result.stderr
 
 
-# --- the panel reads the controller through an interface -------------------------------------------
+# --- the panel reads the controller through an interface ---------------------------------------
 def test_controller_provides_everything_the_panel_reads():
     from ropesim.app.panel import PanelSource
 

@@ -94,7 +94,8 @@ def add_scene_arguments(parser: argparse.ArgumentParser, optional_scene: bool = 
 
 
 def add_scene_command(commands: Any, name: str, handler: Callable[[argparse.Namespace], int],
-                      help: str, description: str, integrator: bool = True) -> argparse.ArgumentParser:
+                      help: str, description: str,
+                      integrator: bool = True) -> argparse.ArgumentParser:
     """A subcommand that works on one scene: its parser (on an argparse subparsers
     object) with :func:`add_scene_arguments`, and ``args.handler`` set to ``handler``."""
     parser = commands.add_parser(name, help=help, description=description)

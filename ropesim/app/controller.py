@@ -365,7 +365,7 @@ class ViewerController:
         self.load_scene(scene, keep_live=True)
         self.message = f"restarted: {nx} x {ny} cloth"
 
-    # -- mouse (the window's calls; the state machine is self.mouse) ---------------------------------
+    # -- mouse (the window's calls; the state machine is self.mouse) ------------------------
     def pick(self, x: float, y: float) -> int | None:
         """Particle under framebuffer pixel (x, y), or None (see Mouse.pick)."""
         return self.mouse.pick(x, y)

@@ -50,7 +50,8 @@ class ParameterHost(Protocol):
 def _reference_value(scene_value: Any, values: np.ndarray) -> float:
     """The number the panel shows for a per-item parameter: the scene's scalar if it
     has one, else the largest value (0 when there are none)."""
-    if isinstance(scene_value, (int, float)) and not isinstance(scene_value, bool) and scene_value > 0:
+    is_number = isinstance(scene_value, (int, float)) and not isinstance(scene_value, bool)
+    if is_number and scene_value > 0:
         return float(scene_value)
     return float(values.max()) if values.size else 0.0
 
