@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ropesim.app import cli
-from ropesim.io.recording import load_trajectory
+from ropesim.app import cli, compare, progress
+from ropesim.io.trajectory import load_trajectory
 from ropesim.io.scenes import load, scene_names
 from ropesim.engine.simulation import Simulation
 
@@ -282,8 +282,8 @@ def test_compare_ranks_symplectic_euler_above_explicit_euler_when_undamped(tmp_p
 
 def test_compare_run_functions_measure_drift_relative_to_the_energy_scale():
     scene = load("star").with_overrides({"damping": 0, "drag": 0})
-    explicit = cli.run_integrator(scene, "explicit_euler", 0.002, 0.3)
-    symplectic = cli.run_integrator(scene, "symplectic_euler", 0.002, 0.3)
+    explicit = compare.run_integrator(scene, "explicit_euler", 0.002, 0.3)
+    symplectic = compare.run_integrator(scene, "symplectic_euler", 0.002, 0.3)
     assert symplectic.max_abs_drift < 1e-3 < explicit.max_abs_drift
     assert symplectic.rank_key() < explicit.rank_key()
     assert symplectic.energy_scale == pytest.approx(explicit.energy_scale)
@@ -344,7 +344,7 @@ def test_progress_bar_shows_percentage_rate_and_eta_only_when_enabled():
     import io
 
     stream = io.StringIO()
-    bar = cli.ProgressBar("cloth", "steps", enabled=True, stream=stream, interval=0.0)
+    bar = progress.ProgressBar("cloth", "steps", enabled=True, stream=stream, interval=0.0)
     bar(0, 200)
     bar(100, 200)
     bar.close()
@@ -352,9 +352,9 @@ def test_progress_bar_shows_percentage_rate_and_eta_only_when_enabled():
     assert "50% 100/200 steps" in text and "steps/s" in text and "ETA" in text
     assert text.endswith("\r\x1b[K")
     quiet = io.StringIO()
-    cli.ProgressBar("cloth", "steps", enabled=False, stream=quiet)(1, 2)
+    progress.ProgressBar("cloth", "steps", enabled=False, stream=quiet)(1, 2)
     assert quiet.getvalue() == ""
-    assert not cli.ProgressBar("x", "steps", stream=io.StringIO()).enabled  # not a terminal
+    assert not progress.ProgressBar("x", "steps", stream=io.StringIO()).enabled  # not a terminal
 
 
 def test_compare_interrupted_prints_the_runs_so_far_and_exits_130(capsys, monkeypatch):
@@ -375,12 +375,12 @@ def test_compare_interrupted_prints_the_runs_so_far_and_exits_130(capsys, monkey
 
 
 def test_render_without_egl_fails_with_one_line_and_no_file(tmp_path, capsys, monkeypatch):
-    from ropesim.render import renderer as render
+    from ropesim.render import offscreen
 
     def no_egl(require: int = 330):
         raise RuntimeError("no headless OpenGL 3.3 context via EGL (test)")
 
-    monkeypatch.setattr(render, "create_headless_context", no_egl)
+    monkeypatch.setattr(offscreen, "create_headless_context", no_egl)
     assert cli.main(["render", "star", "--out", str(tmp_path / "v.mp4"), "-q"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ropesim: render failed: no headless OpenGL")

@@ -1,24 +1,16 @@
-"""recording.py: record / save / load trajectories, stops, plots, video writers, render()."""
+"""io.trajectory, io.video, io.plots and render.headless: record / save / load trajectories,
+stops, plots, video writers, render()."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ropesim.io.recording import (
-    OutputError,
-    RecordingInterrupted,
-    Trajectory,
-    check_output_path,
-    load_trajectory,
-    open_video_writer,
-    output_kind,
-    plot_energy,
-    record,
-    render,
-    save_png,
-    steps_per_frame,
-)
+from ropesim.io.outputs import OutputError, check_output_path
+from ropesim.io.plots import plot_energy
+from ropesim.io.trajectory import RecordingInterrupted, Trajectory, load_trajectory, record
+from ropesim.io.video import open_video_writer, output_kind, save_png, steps_per_frame
+from ropesim.render.headless import render
 from ropesim.io.scenes import load
 from ropesim.engine.simulation import Simulation, SimulationDiverged
 
@@ -222,3 +214,45 @@ def test_trajectory_is_a_plain_dataclass_you_can_build():
                       spring=np.zeros(2), gravity=np.zeros(2), total=np.ones(2), momentum=np.zeros((2, 3)), max_strain=np.zeros(2),
                       springs=np.zeros((0, 2), np.int64))
     assert len(traj) == 2 and traj.n_particles == 1 and traj.energy.tolist() == [1.0, 1.0]
+
+
+# --- the frame loop shared by the viewer and render() ------------------------------------------
+def test_advance_frame_runs_the_steps_and_times_them():
+    from ropesim.render.frame_loop import advance_frame
+
+    sim = star_sim()
+    result = advance_frame(sim, 7)
+    assert result.steps == 7 == sim.step_count and result.diverged is None
+    assert result.seconds > 0 and result.ms_per_step == pytest.approx(1000 * result.seconds / 7)
+    assert advance_frame(sim, 0).steps == 0 and sim.step_count == 7
+
+
+def test_advance_frame_returns_a_divergence_instead_of_raising_it():
+    from ropesim.render.frame_loop import advance_frame
+
+    sim = star_sim(integrator="explicit_euler", dt=0.02)
+    result = advance_frame(sim, 1000)
+    assert isinstance(result.diverged, SimulationDiverged)
+    assert result.steps == sim.step_count < 1000
+    assert np.all(np.isfinite(sim.positions))
+
+
+def test_rs_render_stays_the_function_after_the_render_package_is_imported():
+    """``rs.render`` is the function, not the ``ropesim.render`` package, also after a
+    first call imported the package's modules (a fresh interpreter: nothing loaded yet)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import ropesim as rs\n"
+            "first = rs.render('star', frames=1, size=(32, 32))\n"
+            "import ropesim.render.renderer\n"
+            "second = rs.render('star', frames=1, size=(32, 32))\n"
+            "print(callable(rs.render), len(first), len(second))\n")
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "1", "1"]

@@ -17,17 +17,14 @@ from ropesim.render import renderer as render
 from ropesim.engine.builders import cloth, rope
 from ropesim.render.camera import OrbitCamera
 from ropesim.engine.contacts import Ground, Sphere
-from ropesim.render.renderer import (
-    WIREFRAME_MODES,
+from ropesim.io.video import check_video_size
+from ropesim.render.offscreen import (
     FrameGrabber,
     OffscreenTarget,
-    Renderer,
-    RenderOptions,
-    check_video_size,
     create_headless_context,
-    load_shader_source,
     render_frame,
 )
+from ropesim.render.renderer import WIREFRAME_MODES, Renderer, RenderOptions, load_shader_source
 from ropesim.engine.simulation import Simulation
 from ropesim.render.surface import compute_normals
 

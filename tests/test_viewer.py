@@ -14,10 +14,10 @@ import pytest
 from ropesim.engine.integrators import INTEGRATORS
 from ropesim.render.renderer import WIREFRAME_MODES
 from ropesim.io.scenes import load, scene_from_dict, scene_names
-from ropesim.app.viewer import (
-    HOTKEYS, LEFT, MAX_FRAME_TIME, MIDDLE, RIGHT, EnergyHistory, ViewerController, key_names,
-    main,
-)
+from ropesim.app.controller import EnergyHistory, ViewerController
+from ropesim.app.frame_clock import MAX_FRAME_TIME
+from ropesim.app.hotkeys import HOTKEYS, LEFT, MIDDLE, RIGHT, key_names
+from ropesim.app.viewer import main
 
 ROOT = Path(__file__).resolve().parent.parent
 VIEW = (800, 600)
@@ -78,7 +78,7 @@ def drag_fast(c: ViewerController, i: int, step_px: tuple[float, float], samples
         c.advance(interval)
         x, y = x + step_px[0], y + step_px[1]
         c.drag(x, y)
-    return c._interaction.last_point.copy()
+    return c.mouse.interaction.last_point.copy()
 
 
 # --- hotkeys ---------------------------------------------------------------------------------
@@ -252,6 +252,13 @@ def test_p_saves_a_png(tmp_path):
     assert str(files[0]) in c.message
 
 
+def test_p_into_a_missing_folder_reports_the_failure_and_keeps_running(tmp_path):
+    c = controller(frame_source=fake_frames(), output_dir=tmp_path / "missing")
+    c.handle_key("p")
+    assert c.message.startswith("screenshot failed") and not (tmp_path / "missing").exists()
+    assert c.advance(FRAME) > 0
+
+
 def test_p_and_v_without_a_renderer_only_report():
     c = controller()
     c.handle_key("p")
@@ -261,7 +268,7 @@ def test_p_and_v_without_a_renderer_only_report():
 
 
 def test_v_records_fixed_dt_frames_to_mp4(tmp_path):
-    from ropesim.io.recording import steps_per_frame
+    from ropesim.io.video import steps_per_frame
 
     c = controller(frame_source=fake_frames(), output_dir=tmp_path)
     c.handle_key("v")
@@ -290,7 +297,7 @@ def test_slow_machine_slows_down_instead_of_spiralling():
     c = controller()
     steps = [c.advance(0.2) for _ in range(20)]
     assert steps == [16] * 20
-    assert c._accumulator <= 16 * c.sim.dt + 1e-12
+    assert c.frame_clock.accumulator <= 16 * c.sim.dt + 1e-12
     assert c.advance(MAX_FRAME_TIME * 10) == 16
 
 
@@ -345,7 +352,7 @@ def test_fast_drag_release_leaves_the_particle_with_the_drag_velocity():
     # velocity is per simulated second (16 capped steps of 1 ms per 1/60 s frame)
     expected = (last - first) / (c.sim.time - start)
     assert np.linalg.norm(expected) > 1.0
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert c.sim.grabbed is None
     got = c.sim.velocities[i]
     assert np.linalg.norm(got - expected) < 0.03 * np.linalg.norm(expected)
@@ -365,7 +372,7 @@ def test_fling_velocity_is_right_when_events_arrive_in_batches_at_a_low_frame_ra
         for _ in range(3):   # three motion events per frame, same clock time
             x += 4.0
             c.drag(x, y)
-    expected = (c._interaction.last_point - first) / (c.sim.time - start)
+    expected = (c.mouse.interaction.last_point - first) / (c.sim.time - start)
     c.release(x, y, LEFT)
     got = c.sim.velocities[i]
     assert np.linalg.norm(got - expected) < 0.05 * np.linalg.norm(expected)
@@ -376,7 +383,7 @@ def test_release_after_holding_still_does_not_fling():
     i = c.sim.n_particles - 1
     drag_fast(c, i, (6.0, 0.0))
     c.clock.t += 0.5
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert np.allclose(c.sim.velocities[i], 0.0)
 
 
@@ -385,7 +392,7 @@ def test_dragging_while_paused_poses_the_particle_without_a_fling():
     i = c.sim.n_particles - 1
     c.handle_key("space")
     last = drag_fast(c, i, (8.0, 0.0))
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert np.allclose(c.sim.positions[i], last)
     assert np.allclose(c.sim.velocities[i], 0.0)
 
@@ -394,7 +401,7 @@ def test_pinned_particle_can_be_dragged_and_stays_where_dropped():
     c = controller()
     assert c.sim.pinned[0]
     last = drag_fast(c, 0, (5.0, 7.0))
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert c.sim.pinned[0]
     assert np.allclose(c.sim.positions[0], last)
     for _ in range(5):
@@ -407,7 +414,7 @@ def test_drag_in_a_2d_scene_stays_in_the_plane():
     c.camera.orbit(35.0, 20.0)   # even seen at an angle
     i = c.sim.n_particles - 1
     drag_fast(c, i, (4.0, -6.0))
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     assert np.all(c.sim.positions[:, 2] == 0)
     assert abs(c.sim.velocities[i, 2]) == 0 and np.linalg.norm(c.sim.velocities[i]) > 0.5
 
@@ -417,7 +424,7 @@ def test_flinging_a_rope_end_sends_a_wave_down_the_rope():
     n = c.sim.n_particles
     rest = c.sim.positions.copy()
     drag_fast(c, n - 1, (0.0, -15.0), samples=6)   # a flick upwards, 0.1 s
-    c.release(*c._interaction.last_xy, LEFT)
+    c.release(*c.mouse.interaction.last_xy, LEFT)
     fling_speed = np.linalg.norm(c.sim.velocities[n - 1])
     assert fling_speed > 2.0
     moved = np.zeros(n)
@@ -536,6 +543,20 @@ def test_bad_flag_values_are_one_line_errors(capsys):
     assert err.count("\n") == 2 and "Traceback" not in err
 
 
+def test_viewer_and_run_read_set_dt_and_integrator_with_one_parser():
+    from ropesim.app.arguments import scene_from_args
+    from ropesim.app.cli import build_parser as build_cli_parser
+    from ropesim.app.viewer import build_parser
+
+    flags = ["--set", "stiffness=5000", "rope.n=12", "--dt", "0.0005", "--integrator", "verlet"]
+    viewer_scene = scene_from_args(build_parser().parse_args(["rope", *flags, "--substeps", "8"]))
+    run_scene = scene_from_args(build_cli_parser().parse_args(["run", "rope", *flags]))
+    assert viewer_scene.params == run_scene.params
+    assert viewer_scene.params["stiffness"] == 5000 and viewer_scene.params["n"] == 12
+    assert viewer_scene.settings == {**run_scene.settings, "substeps": 8}
+    assert run_scene.settings["dt"] == 0.0005 and run_scene.settings["integrator"] == "verlet"
+
+
 def test_headless_window_backend_points_to_ropesim_render(capsys):
     assert main(["cloth", "--window", "headless"]) != 0
     err = capsys.readouterr().err
@@ -560,3 +581,44 @@ def test_no_display_is_a_one_line_error_naming_the_headless_command():
     assert result.stderr.count("\n") == 1, result.stderr
     assert "display" in result.stderr and "ropesim render" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- the panel reads the controller through an interface ---------------------------------------
+def test_controller_provides_everything_the_panel_reads():
+    from ropesim.app.panel import PanelSource
+
+    c = controller(cloth_scene())
+    wanted = set(PanelSource.__annotations__) | {
+        name for name, value in vars(PanelSource).items()
+        if callable(value) and not name.startswith("_")}
+    assert wanted >= {"sim", "energy", "set_parameter", "restart_cloth"}
+    assert [name for name in sorted(wanted) if not hasattr(c, name)] == []
+
+
+def test_panel_builds_its_windows_from_a_controller_without_a_window():
+    """imgui draw lists are built on the CPU: no window and no GL are needed."""
+    from imgui_bundle import imgui, implot
+
+    from ropesim.app.panel import Panel
+
+    context, plot_context = imgui.create_context(), implot.create_context()
+    try:
+        io = imgui.get_io()
+        io.set_ini_filename("")   # no imgui.ini in the working folder
+        io.display_size = imgui.ImVec2(*VIEW)
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        c = controller(cloth_scene())
+        panel = Panel(c)
+        vertices = []
+        for _ in range(3):
+            c.advance(FRAME)
+            io.delta_time = FRAME
+            imgui.new_frame()
+            panel.draw()
+            imgui.render()
+            vertices.append(sum(cmd.vtx_buffer.size() for cmd in imgui.get_draw_data().cmd_lists))
+        # imgui shows new windows from their second frame on
+        assert min(vertices[1:]) > 1000   # text, sliders and the energy plot of both windows
+    finally:
+        implot.destroy_context(plot_context)
+        imgui.destroy_context(context)

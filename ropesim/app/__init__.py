@@ -1,1 +1,2 @@
-"""The programs: the moderngl-window viewer, its panel and the ``ropesim`` command line."""
+"""The programs: the ``ropesim`` command line (cli, headless commands, compare) and the
+viewer (hotkeys, window-free controller and its helpers, window, panel, imgui backend)."""

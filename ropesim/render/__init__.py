@@ -1,2 +1,3 @@
 """Drawing without a window: orbit camera, picking math, surface normals, the moderngl
-renderer and offscreen targets. Imports the engine and io (shader paths), never the app."""
+renderer, offscreen targets, the frame loop and headless rendering to files. Imports the
+engine and io (shader paths, video writers), never the app."""

@@ -1,0 +1,426 @@
+"""The viewer without a window: simulation, camera, render options and every command.
+
+:class:`ViewerController` needs no window and no GL, so it is tested directly
+(tests/test_viewer.py). It composes four small helpers:
+
+* :class:`~ropesim.app.frame_clock.FrameClock`: real frame times -> fixed-dt steps,
+  frame statistics;
+* :class:`~ropesim.app.mouse.Mouse`: hover, grab / drag / fling, pins, orbit, pan, zoom;
+* :class:`~ropesim.app.capture.Capture`: screenshots and video recording;
+* :class:`~ropesim.app.parameters.ParameterEditor`: live parameters and cloth restarts.
+
+The window (:mod:`ropesim.app.window`) turns events into the calls below: key names
+into :meth:`ViewerController.handle_key` (the table in :mod:`ropesim.app.hotkeys`),
+mouse events in framebuffer pixels (top-left origin, y down) into :meth:`press`,
+:meth:`drag`, :meth:`release`, :meth:`mouse_move`, :meth:`mouse_leave` and
+:meth:`scroll`, and each displayed frame into :meth:`advance`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..engine.integrators import INTEGRATORS
+from ..engine.simulation import Simulation
+from ..io.scenes import Scene, SceneError, load, scene_names
+from ..io.video import VideoWriter, steps_per_frame
+from ..render.camera import OrbitCamera
+from ..render.frame_loop import advance_frame
+from ..render.renderer import WIREFRAME_MODES, RenderOptions
+from .capture import RECORD_FPS, Capture
+from .frame_clock import FrameClock
+from .hotkeys import DIGITS, hotkey_for
+from .mouse import Mouse
+from .parameters import LiveParameters, ParameterEditor, cloth_overrides, cloth_shape
+
+MAX_SUBSTEPS = 4096          # upper limit of the "=" key (steps per frame)
+ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
+
+
+class EnergyHistory:
+    """Rolling record of (sim time, kinetic, potential, total) energy, J."""
+
+    def __init__(self, capacity: int = ENERGY_HISTORY) -> None:
+        self.capacity = int(capacity)
+        self._data = np.zeros((4, self.capacity))
+        self._count = 0
+
+    def clear(self) -> None:
+        self._count = 0
+
+    def add(self, t: float, kinetic: float, potential: float) -> None:
+        """Append one sample; the oldest is dropped when full."""
+        if self._count == self.capacity:
+            self._data[:, :-1] = self._data[:, 1:]
+            self._count -= 1
+        self._data[:, self._count] = (t, kinetic, potential, kinetic + potential)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def series(self) -> dict[str, np.ndarray]:
+        """Chronological arrays: "time", "kinetic", "potential", "total"."""
+        d = self._data[:, : self._count]
+        return {"time": d[0], "kinetic": d[1], "potential": d[2], "total": d[3]}
+
+
+class ViewerController:
+    """Simulation + camera + render options + interaction logic, without a window.
+
+    Parameters
+    ----------
+    scene : the scene to open (``--set``, ``--dt`` ... already applied).
+    view_size : framebuffer (width, height), px.
+    clock : monotonic time source, s (for fling velocities; injectable for tests).
+    frame_source : returns the current view as (h, w, 3) uint8 RGB from a fixed-size
+        offscreen target; used by screenshots and video. None: P and V report that
+        no renderer is attached.
+    output_dir : where screenshots and videos are written.
+    camera : camera values (as from ``parse_camera_arg``) applied over the scene's hints.
+    paused : start paused.
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        view_size: tuple[int, int] = (1280, 720),
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        frame_source: Callable[[], np.ndarray] | None = None,
+        output_dir: str | Path = ".",
+        camera: dict[str, Any] | None = None,
+        paused: bool = False,
+    ) -> None:
+        self.clock = clock
+        self.view_size = (max(int(view_size[0]), 1), max(int(view_size[1]), 1))
+        self.options = RenderOptions(mode="surface+springs")
+        self.show_ui = True
+        self.quit_requested = False
+        self.fullscreen_requested = False
+        self.message = ""          # last status line (screenshot saved, ...)
+        self.error: str | None = None
+        self.recorder: VideoWriter | None = None   # the open video while recording
+        self.recorded_frames = 0                   # frames in the current or last video
+        self.live = LiveParameters()               # panel edits kept across resets
+        self.gravity_on = True                     # the G key's switch
+        self.frame_clock = FrameClock()
+        self.mouse = Mouse(self)
+        self.capture = Capture(self, output_dir, frame_source)
+        self.params = ParameterEditor(self)
+        self.energy = EnergyHistory()
+        self._initial_camera = camera
+        self.sim: Simulation | None = None
+        self.load_scene(scene)
+        self.paused = bool(paused)
+
+    # -- scene ---------------------------------------------------------------------------
+    def load_scene(self, scene: Scene, *, keep_live: bool = False) -> None:
+        """Open ``scene`` (a new Simulation); ``keep_live`` keeps the live edits (dt,
+        substeps, integrator, gravity, parameter scales) of the current one."""
+        previous = self.sim if keep_live else None
+        overrides: dict[str, Any] = {}
+        if previous is not None:
+            overrides.update(dt=previous.dt, substeps=previous.substeps,
+                             integrator=previous.integrator)
+        else:
+            self.live = LiveParameters()
+            self.gravity_on = True
+        self.scene = scene
+        self.sim = scene.simulation(**overrides)
+        self.params.attach()
+        self.mouse.attach(self.sim)
+        self.paused = False
+        self.error = None
+        self.frame_clock.clear()
+        self.energy.clear()
+        self._record_energy()
+        self.camera = OrbitCamera()
+        self.reset_camera(use_hints=True)
+
+    def reset(self) -> None:
+        """Back to the scene's initial state; settings and live edits are kept."""
+        self.mouse.let_go()
+        self.sim.reset()
+        self.error = None
+        self.frame_clock.clear()
+        self.energy.clear()
+        self._record_energy()
+        self.message = "reset"
+
+    def select_scene(self, number: int) -> None:
+        """Open the number-th shipped scene (1-based, the order of scene_names())."""
+        names = scene_names()
+        if not 1 <= number <= len(names):
+            self.message = f"no scene {number}: {len(names)} shipped scenes (keys 1-{len(names)})"
+            return
+        self.load_scene(load(names[number - 1]))
+        self.message = f"scene {number}: {names[number - 1]}"
+
+    def select_scene_key(self, key: str) -> None:
+        self.select_scene(int(key))
+
+    # -- camera ------------------------------------------------------------------------------
+    @property
+    def aspect(self) -> float:
+        return self.view_size[0] / self.view_size[1]
+
+    def _framing_points(self) -> np.ndarray:
+        """Particle positions plus the extremes of spherical obstacles, m."""
+        points = [np.asarray(self.sim.positions, dtype=np.float64)]
+        for contact in self.sim.contacts:
+            if hasattr(contact, "center") and hasattr(contact, "radius"):
+                centre = np.asarray(contact.center, dtype=np.float64)
+                points.append(centre + float(contact.radius) * np.vstack([np.eye(3), -np.eye(3)]))
+        return np.vstack(points)
+
+    def reset_camera(self, use_hints: bool = False) -> None:
+        """Frame the whole scene: planar scenes face-on, others from the scene's
+        viewing angles. With ``use_hints`` the scene's full camera hints (and any
+        --camera values) are applied on top: the initial view."""
+        self.camera.frame(self._framing_points(), planar=self.sim.planar, aspect=self.aspect)
+        hints = dict(self.scene.camera)
+        if use_hints:
+            hints.update(self._initial_camera or {})
+        else:   # keep the scene's viewing angles, except that 2-D scenes are seen face-on
+            keep = ("fov_y",) if self.sim.planar else ("azimuth", "elevation", "fov_y")
+            hints = {k: v for k, v in hints.items() if k in keep}
+        self.camera.update(hints)
+
+    def frame_scene(self) -> None:
+        self.reset_camera(use_hints=False)
+        self.message = "camera reset"
+
+    def set_view_size(self, width: int, height: int) -> None:
+        """Framebuffer size in px (after a resize)."""
+        self.view_size = (max(int(width), 1), max(int(height), 1))
+
+    # -- stepping ---------------------------------------------------------------------------------
+    def advance(self, frame_time: float) -> int:
+        """Advance the simulation for one displayed frame that took ``frame_time`` s.
+
+        Running: the frame clock turns real time into at most ``sim.substeps`` steps
+        of the fixed dt. Recording: exactly ``steps_per_frame(dt, RECORD_FPS)`` steps,
+        then one video frame, so the video plays at true speed. Returns the number of
+        steps run.
+        """
+        frame_time = self.frame_clock.tick(frame_time)
+        self.mouse.sample_fling()
+        if self.paused:
+            self.frame_clock.clear()
+            return self._run_steps(0)
+        if self.recorder is not None:
+            steps = steps_per_frame(self.sim.dt, RECORD_FPS)
+        else:
+            steps = self.frame_clock.steps_for(frame_time, self.sim.dt, self.sim.substeps)
+        done = self._run_steps(steps)
+        if self.recorder is not None and done and not self.paused:
+            self.capture.add_frame()
+        return done
+
+    @property
+    def frame_interval(self) -> float:
+        """Mean recent frame time, s (1/60 before the first frames)."""
+        return self.frame_clock.frame_interval
+
+    def _run_steps(self, steps: int) -> int:
+        """Run ``steps`` steps (none if <= 0) through the shared frame loop; a divergence
+        pauses with a message that says how to recover."""
+        if steps <= 0:
+            self.frame_clock.steps_last_frame = 0
+            return 0
+        result = advance_frame(self.sim, steps)
+        exc = result.diverged
+        if exc is not None:
+            self.frame_clock.clear()
+            self.paused = True
+            self.error = (
+                f"simulation diverged at t = {exc.time:.4g} s (step {exc.step}, "
+                f"{exc.integrator}, dt = {exc.dt:g} s): {exc.reason}. Paused at the last "
+                "finite state. To recover: R resets; lower dt in the panel; I switches "
+                "integrator (backward_euler and implicit_midpoint are stable).")
+        self.frame_clock.count(result)
+        self._record_energy()
+        return result.steps
+
+    def _record_energy(self) -> None:
+        self.energy.add(self.sim.time, self.sim.kinetic_energy(), self.sim.potential_energy())
+
+    # -- hotkey actions --------------------------------------------------------------------------
+    def handle_key(self, name: str) -> bool:
+        """Run the hotkey bound to key ``name``; False if the key is not bound."""
+        hotkey = hotkey_for(name)
+        if hotkey is None:
+            return False
+        action = getattr(self, hotkey.action)
+        if hotkey.keys == DIGITS:
+            action(name)
+        else:
+            action()
+        return True
+
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.frame_clock.clear()
+        if not self.paused:
+            self.error = None
+
+    def single_step(self) -> None:
+        """Pause (if running) and advance exactly one step of dt."""
+        self.paused = True
+        self._run_steps(1)
+
+    def next_integrator(self) -> None:
+        """Switch to the next integrator of INTEGRATORS, keeping the state."""
+        names = list(INTEGRATORS)
+        self.set_integrator(names[(names.index(self.sim.integrator) + 1) % len(names)])
+
+    def set_integrator(self, name: str) -> None:
+        self.sim.integrator = name
+        self.message = f"integrator: {name}"
+
+    def cycle_render_mode(self) -> None:
+        modes = list(WIREFRAME_MODES)
+        self.options.mode = modes[(modes.index(self.options.mode) + 1) % len(modes)]
+        self.message = f"draw: {self.options.mode}"
+
+    def toggle_strain(self) -> None:
+        self.options.strain_colors = not self.options.strain_colors
+
+    def toggle_gravity(self) -> None:
+        self.gravity_on = not self.gravity_on
+        self.params.apply_gravity()
+        self.message = "gravity on" if self.gravity_on else "gravity off"
+
+    def more_substeps(self) -> None:
+        self.set_substeps(self.sim.substeps * 2)
+
+    def fewer_substeps(self) -> None:
+        self.set_substeps(self.sim.substeps // 2)
+
+    def set_substeps(self, value: int) -> None:
+        self.sim.substeps = int(min(max(int(value), 1), MAX_SUBSTEPS))
+        self.message = f"substeps per frame: {self.sim.substeps}"
+
+    def toggle_ui(self) -> None:
+        self.show_ui = not self.show_ui
+
+    def request_quit(self) -> None:
+        self.quit_requested = True
+
+    def toggle_fullscreen(self) -> None:
+        self.fullscreen_requested = not self.fullscreen_requested
+
+    def screenshot(self) -> Path | None:
+        """Save the current view (fixed-size offscreen render) as a PNG."""
+        return self.capture.screenshot()
+
+    def toggle_recording(self) -> None:
+        """Start or stop an mp4 recording of fixed-dt frames."""
+        if self.recorder is not None:
+            self.capture.stop()
+        else:
+            self.capture.start()
+
+    # -- live parameters (panel) -----------------------------------------------------------------
+    def parameter(self, name: str) -> float:
+        """Current value of a panel parameter: dt (s), stiffness (N/m), damping
+        (N s/m), mass (kg) or gravity (the y component, m/s^2)."""
+        return self.params.value(name)
+
+    def set_parameter(self, name: str, value: float) -> None:
+        """Apply a panel edit live (no restart). Invalid values are reported in
+        ``message`` and ignored."""
+        try:
+            self.params.set(name, value)
+        except ValueError as exc:
+            self.message = str(exc)
+            return
+        if name == "dt":
+            self.frame_clock.clear()
+
+    @property
+    def is_cloth(self) -> bool:
+        return self.scene.builder == "cloth"
+
+    def cloth_shape(self) -> tuple[int, int, int | None]:
+        """(nx, ny, pins preset 1/2/4 or None) of a cloth scene."""
+        return cloth_shape(self.scene)
+
+    def restart_cloth(self, nx: int, ny: int, pins: int | None) -> None:
+        """Rebuild a cloth scene with another size or pin preset (1, 2 or 4 pins),
+        keeping the live edits."""
+        if not self.is_cloth:
+            self.message = "width / height / pins apply to cloth scenes"
+            return
+        try:
+            scene = self.scene.with_overrides(cloth_overrides(nx, ny, pins))
+        except SceneError as exc:
+            self.message = str(exc)
+            return
+        self.load_scene(scene, keep_live=True)
+        self.message = f"restarted: {nx} x {ny} cloth"
+
+    # -- mouse (the window's calls; the state machine is self.mouse) ------------------------
+    def pick(self, x: float, y: float) -> int | None:
+        """Particle under framebuffer pixel (x, y), or None (see Mouse.pick)."""
+        return self.mouse.pick(x, y)
+
+    @property
+    def hovered(self) -> int | None:
+        return self.options.hovered
+
+    @property
+    def dragging(self) -> bool:
+        return self.mouse.dragging
+
+    def mouse_leave(self) -> None:
+        self.mouse.leave()
+
+    def mouse_move(self, x: float, y: float) -> None:
+        self.mouse.move(x, y)
+
+    def press(self, x: float, y: float, button: int, shift: bool = False) -> None:
+        self.mouse.press(x, y, button, shift)
+
+    def drag(self, x: float, y: float) -> None:
+        self.mouse.drag(x, y)
+
+    def release(self, x: float, y: float, button: int) -> None:
+        self.mouse.release(x, y, button)
+
+    def scroll(self, steps: float) -> None:
+        self.mouse.scroll(steps)
+
+    # -- text -----------------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        """"running", "paused", "diverged" or "recording"."""
+        if self.error:
+            return "diverged"
+        if self.paused:
+            return "paused"
+        return "recording" if self.recorder is not None else "running"
+
+    def window_title(self) -> str:
+        """Window title: scene, integrator, state; says why and what to do after a divergence."""
+        base = f"ropesim - {self.scene.name} - {self.sim.integrator}"
+        if self.error:
+            return (f"{base} - PAUSED: simulation diverged (R reset, I next integrator, "
+                    "smaller dt in the panel)")
+        if self.paused:
+            return f"{base} - paused"
+        if self.recorder is not None:
+            return f"{base} - recording"
+        return base
+
+    def close(self) -> None:
+        """Finish an open recording (called when the window closes)."""
+        self.capture.stop()
+
+
+__all__ = ["EnergyHistory", "MAX_SUBSTEPS", "ViewerController"]

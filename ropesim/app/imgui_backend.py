@@ -1,0 +1,244 @@
+"""A moderngl renderer for imgui-bundle, fed with moderngl-window's events.
+
+:class:`ImguiRenderer` replaces ``moderngl_window.integrations.imgui_bundle``: that
+module (moderngl-window 3.1.1) still builds its font texture with the pre-1.92 atlas
+call ``get_tex_data_as_rgba32``, which imgui-bundle 1.92+ no longer has. This one
+implements imgui 1.92's texture protocol (``RendererHasTextures``: textures are
+created, updated and destroyed on imgui's request) with moderngl textures, and feeds
+events through imgui's event API (``add_mouse_pos_event``, ``add_key_event``, ...).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import Any, Callable
+
+import moderngl
+import numpy as np
+from imgui_bundle import imgui, implot
+
+FONT_SIZE_PX = 15.0
+
+
+_VERTEX_SHADER = """
+#version 330
+uniform mat4 u_projection;
+in vec2 in_position;
+in vec2 in_uv;
+in vec4 in_color;
+out vec2 v_uv;
+out vec4 v_color;
+void main() {
+    v_uv = in_uv;
+    v_color = in_color;
+    gl_Position = u_projection * vec4(in_position, 0.0, 1.0);
+}
+"""
+_FRAGMENT_SHADER = """
+#version 330
+uniform sampler2D u_texture;
+in vec2 v_uv;
+in vec4 v_color;
+out vec4 out_color;
+void main() {
+    out_color = v_color * texture(u_texture, v_uv);
+}
+"""
+
+
+def _ui_font_path() -> Path | None:
+    """A readable TrueType font shipped with imgui-bundle, if present."""
+    import imgui_bundle
+
+    path = Path(imgui_bundle.__file__).parent / "assets" / "fonts" / "DroidSans.ttf"
+    return path if path.is_file() else None
+
+
+class ImguiRenderer:
+    """Draws imgui with moderngl into the window's framebuffer and forwards events.
+
+    Creates (and owns) the imgui and implot contexts. Event methods take
+    moderngl-window's arguments (window coordinates, top-left origin).
+    """
+
+    def __init__(self, wnd: Any) -> None:
+        self.wnd = wnd
+        self.ctx: moderngl.Context = wnd.ctx
+        self.context = imgui.create_context()
+        self.plot_context = implot.create_context()
+        self.io = imgui.get_io()
+        self.io.set_ini_filename("")   # no imgui.ini in the user's folder
+        self.io.config_windows_move_from_title_bar_only = True
+        self.io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        max_size = int(self.ctx.info["GL_MAX_TEXTURE_SIZE"])
+        platform = imgui.get_platform_io()
+        platform.renderer_texture_max_width = max_size
+        platform.renderer_texture_max_height = max_size
+        font = _ui_font_path()
+        if font is not None:
+            self.io.fonts.add_font_from_file_ttf(str(font), FONT_SIZE_PX)
+        imgui.style_colors_dark()
+        style = imgui.get_style()
+        style.window_rounding = 6.0
+        style.frame_rounding = 3.0
+
+        self._program = self.ctx.program(vertex_shader=_VERTEX_SHADER,
+                                         fragment_shader=_FRAGMENT_SHADER)
+        self._program["u_texture"].value = 0
+        self._vbo = self.ctx.buffer(reserve=imgui.VERTEX_SIZE * 65536, dynamic=True)
+        self._ibo = self.ctx.buffer(reserve=imgui.INDEX_SIZE * 65536, dynamic=True)
+        self._vao = self.ctx.vertex_array(
+            self._program, [(self._vbo, "2f 2f 4f1", "in_position", "in_uv", "in_color")],
+            index_buffer=self._ibo, index_element_size=imgui.INDEX_SIZE,
+        )
+        self._textures: dict[int, moderngl.Texture] = {}
+        self._keymap = self._build_keymap(wnd.keys)
+        self.resize(*wnd.buffer_size)
+
+    @staticmethod
+    def _build_keymap(keys: Any) -> dict[Any, Any]:
+        """Backend key code -> imgui.Key for navigation, editing, letters and digits."""
+        names = {
+            "TAB": "tab", "LEFT": "left_arrow", "RIGHT": "right_arrow", "UP": "up_arrow",
+            "DOWN": "down_arrow", "PAGE_UP": "page_up", "PAGE_DOWN": "page_down",
+            "HOME": "home", "END": "end", "DELETE": "delete", "BACKSPACE": "backspace",
+            "SPACE": "space", "ENTER": "enter", "ESCAPE": "escape", "MINUS": "minus",
+            "PERIOD": "period", "EQUAL": "equal", "COMMA": "comma",
+        }
+        names.update({c: c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
+        names.update({f"NUMBER_{d}": f"_{d}" for d in "0123456789"})
+        table = {}
+        for attr, key_name in names.items():
+            code = getattr(keys, attr, "undefined")
+            if code != "undefined" and hasattr(imgui.Key, key_name):
+                table[code] = getattr(imgui.Key, key_name)
+        return table
+
+    # -- events (moderngl-window arguments) --------------------------------------------------
+    def resize(self, width: int = 0, height: int = 0) -> None:
+        (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
+        self.io.display_size = imgui.ImVec2(float(w), float(h))
+        self.io.display_framebuffer_scale = imgui.ImVec2(bw / max(w, 1), bh / max(h, 1))
+
+    def key_event(self, key: Any, action: Any, modifiers: Any) -> None:
+        down = action == self.wnd.keys.ACTION_PRESS
+        self.io.add_key_event(imgui.Key.mod_shift, bool(modifiers.shift))
+        self.io.add_key_event(imgui.Key.mod_ctrl, bool(modifiers.ctrl))
+        self.io.add_key_event(imgui.Key.mod_alt, bool(modifiers.alt))
+        if key in self._keymap:
+            self.io.add_key_event(self._keymap[key], down)
+
+    def unicode_char_entered(self, char: str) -> None:
+        for c in char:
+            self.io.add_input_character(ord(c))
+
+    def mouse_position_event(self, x: float, y: float, dx: float = 0, dy: float = 0) -> None:
+        self.io.add_mouse_pos_event(float(x), float(y))
+
+    mouse_drag_event = mouse_position_event
+
+    def _button(self, x: float, y: float, button: int, down: bool) -> None:
+        index = {1: 0, 2: 1, 3: 2}.get(button)   # moderngl-window left/right/middle
+        self.io.add_mouse_pos_event(float(x), float(y))
+        if index is not None:
+            self.io.add_mouse_button_event(index, down)
+
+    def mouse_press_event(self, x: float, y: float, button: int) -> None:
+        self._button(x, y, button, True)
+
+    def mouse_release_event(self, x: float, y: float, button: int) -> None:
+        self._button(x, y, button, False)
+
+    def mouse_scroll_event(self, x_offset: float, y_offset: float) -> None:
+        self.io.add_mouse_wheel_event(float(x_offset), float(y_offset))
+
+    # -- drawing ------------------------------------------------------------------------------
+    def render_frame(self, build: Callable[[], None], frame_time: float) -> None:
+        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw."""
+        self.io.delta_time = max(float(frame_time), 1e-4)
+        imgui.new_frame()
+        try:
+            build()
+        finally:
+            imgui.render()
+        self.render(imgui.get_draw_data())
+
+    def _update_textures(self) -> None:
+        """Create, update or destroy GL textures as imgui asks (imgui >= 1.92)."""
+        status = imgui.ImTextureStatus
+        for tex in imgui.get_platform_io().textures:
+            if tex.status == status.want_create:
+                texture = self.ctx.texture((tex.width, tex.height), 4,
+                                           np.ascontiguousarray(tex.get_pixels_array()).tobytes())
+                texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
+                texture.repeat_x = texture.repeat_y = False
+                self._textures[texture.glo] = texture
+                tex.set_tex_id(texture.glo)
+                tex.status = status.ok
+            elif tex.status == status.want_updates:
+                texture = self._textures[tex.tex_id]
+                pixels = np.asarray(tex.get_pixels_array()).reshape(tex.height, tex.width, 4)
+                for r in tex.updates:
+                    block = np.ascontiguousarray(pixels[r.y:r.y + r.h, r.x:r.x + r.w])
+                    texture.write(block.tobytes(), viewport=(r.x, r.y, r.w, r.h))
+                tex.status = status.ok
+            elif tex.status == status.want_destroy:
+                texture = self._textures.pop(tex.tex_id, None)
+                if texture is not None:
+                    texture.release()
+                tex.set_tex_id(0)
+                tex.status = status.destroyed
+
+    def render(self, draw_data: Any) -> None:
+        """Draw imgui's draw lists into the bound framebuffer (blending on, no depth)."""
+        self._update_textures()
+        (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
+        if w <= 0 or h <= 0 or bw <= 0 or bh <= 0:
+            return
+        scale = (bw / w, bh / h)
+        draw_data.scale_clip_rects(imgui.ImVec2(*scale))
+        self._program["u_projection"].value = (
+            2.0 / w, 0.0, 0.0, 0.0,
+            0.0, -2.0 / h, 0.0, 0.0,
+            0.0, 0.0, -1.0, 0.0,
+            -1.0, 1.0, 0.0, 1.0,
+        )
+        ctx = self.ctx
+        ctx.viewport = (0, 0, bw, bh)
+        ctx.enable_only(moderngl.BLEND)
+        ctx.blend_equation = moderngl.FUNC_ADD
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        for commands in draw_data.cmd_lists:
+            vtx_bytes = commands.vtx_buffer.size() * imgui.VERTEX_SIZE
+            idx_bytes = commands.idx_buffer.size() * imgui.INDEX_SIZE
+            if vtx_bytes > self._vbo.size:
+                self._vbo.orphan(2 * vtx_bytes)
+            if idx_bytes > self._ibo.size:
+                self._ibo.orphan(2 * idx_bytes)
+            self._vbo.write((ctypes.c_byte * vtx_bytes).from_address(commands.vtx_buffer.data_address()))
+            self._ibo.write((ctypes.c_byte * idx_bytes).from_address(commands.idx_buffer.data_address()))
+            for command in commands.cmd_buffer:
+                texture = self._textures.get(command.tex_ref.get_tex_id())
+                if texture is None:
+                    continue
+                texture.use(0)
+                x0, y0, x1, y1 = command.clip_rect
+                ctx.scissor = (int(x0), int(bh - y1), int(x1 - x0), int(y1 - y0))
+                self._vao.render(moderngl.TRIANGLES, vertices=command.elem_count,
+                                 first=command.idx_offset)
+        ctx.scissor = None
+        ctx.disable(moderngl.BLEND)
+
+    def release(self) -> None:
+        for texture in self._textures.values():
+            texture.release()
+        self._textures.clear()
+        for obj in (self._vao, self._vbo, self._ibo, self._program):
+            obj.release()
+        implot.destroy_context(self.plot_context)
+        imgui.destroy_context(self.context)
+
+
+
+__all__ = ["ImguiRenderer"]

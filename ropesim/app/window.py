@@ -1,0 +1,209 @@
+"""The viewer's window: a moderngl-window 3.x ``WindowConfig`` around the controller.
+
+:class:`RopesimWindow` is thin: it turns window events into
+:class:`~ropesim.app.controller.ViewerController` calls (mouse positions converted to
+framebuffer pixels, key codes to key names), draws with
+:class:`~ropesim.render.renderer.Renderer` and the imgui :class:`~ropesim.app.panel.Panel`,
+and applies what the controller asks for (title, fullscreen, quit). moderngl-window
+calls the 3.x callback names (``on_render``, ``on_key_event``, ...); 2.x names would be
+silently ignored. Open it with :func:`ropesim.app.viewer.create_viewer`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+import moderngl_window
+import numpy as np
+
+from ..render.camera import parse_camera_arg
+from ..render.renderer import Renderer
+from .arguments import add_scene_arguments, number, scene_from_args
+from .capture import RECORD_SIZE
+from .controller import ViewerController
+from .hotkeys import key_names
+from .imgui_backend import ImguiRenderer
+from .mouse import PICK_RADIUS_PX
+from .panel import Panel
+
+
+def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The viewer's arguments, added to moderngl-window's parser (which rejects unknown
+    flags): the scene and its overrides as for every command, plus the viewer's own."""
+    add_scene_arguments(parser, optional_scene=True)
+    parser.add_argument("--substeps", type=number(int), help="steps per frame (at most)")
+    parser.add_argument("--camera", metavar="AZ,EL,DIST[,TX,TY,TZ]",
+                        help="initial camera: degrees, m")
+    parser.add_argument("--paused", action="store_true", help="start paused")
+    parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
+    parser.add_argument("--output-dir", default=".", help="folder for screenshots and videos")
+
+
+def _nothing() -> None:
+    """An empty imgui frame."""
+
+
+class RopesimWindow(moderngl_window.WindowConfig):
+    """The ropesim window: events -> ViewerController, drawing via Renderer + Panel.
+
+    moderngl-window reads the class attributes below when it creates the window;
+    ``argv`` (the parsed command line) is set on the class by
+    ``moderngl_window.create_window_config_instance`` before ``__init__`` runs.
+    """
+
+    #: OpenGL version the renderer needs (core profile)
+    gl_version = (3, 3)
+    #: initial title; the controller's window_title() replaces it from the first frame
+    title = "ropesim"
+    #: initial window size, px (``--size`` overrides it)
+    window_size = (1280, 720)
+    #: None: the viewport follows the window, any aspect ratio
+    aspect_ratio = None
+    resizable = True
+    vsync = True
+    #: MSAA samples (switched to 0 for software renderers unless ``--samples`` is given)
+    samples = 4
+    #: None: the renderer clears the frame itself
+    clear_color = None
+    log_level = logging.WARNING
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        add_viewer_arguments(parser)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        args = self.argv
+        self.wnd.exit_key = None          # Esc and F11 go through our hotkey table
+        self.wnd.fullscreen_key = None
+        self.key_names = key_names(self.wnd.keys)
+        camera = parse_camera_arg(args.camera) if args.camera else None
+        self.controller = ViewerController(
+            scene_from_args(args), self.wnd.buffer_size, camera=camera, paused=args.paused,
+            output_dir=args.output_dir, frame_source=self.capture_frame,
+        )
+        self.controller.show_ui = not args.no_panel
+        self.renderer = Renderer(self.ctx, self.controller.sim)
+        self.controller.mouse.particle_radius = self.renderer.particle_radius
+        self.imgui = ImguiRenderer(self.wnd)
+        self.panel = Panel(self.controller)
+        self._title = ""
+        self._cursor: tuple[float, float] | None = None  # last cursor, framebuffer px
+        self._fullscreen = bool(self.wnd.fullscreen)
+        self._update_pixel_scale()
+
+    # -- helpers -------------------------------------------------------------------
+    def _update_pixel_scale(self) -> None:
+        """Window -> framebuffer pixel factors, per axis (HiDPI, after resizes)."""
+        (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
+        self._scale = (bw / max(w, 1), bh / max(h, 1))
+        self.controller.set_view_size(bw, bh)
+        self.controller.mouse.pick_radius_px = PICK_RADIUS_PX * self._scale[0]
+
+    def to_pixels(self, x: float, y: float) -> tuple[float, float]:
+        """Window event coordinates -> framebuffer pixel centre (top-left origin).
+
+        pyglet reports y as ``height - y_x11`` (one more than the X11 row)."""
+        row_offset = -0.5 if self.wnd.name == "pyglet" else 0.5
+        return (x + 0.5) * self._scale[0], (y + row_offset) * self._scale[1]
+
+    def _ui_wants_mouse(self) -> bool:
+        return self.controller.show_ui and self.imgui.io.want_capture_mouse
+
+    def _ui_wants_keyboard(self) -> bool:
+        return self.controller.show_ui and self.imgui.io.want_capture_keyboard
+
+    def _sync_renderer(self) -> None:
+        """Rebuild the GL buffers after the controller opened another scene."""
+        c = self.controller
+        if self.renderer.sim is not c.sim:
+            self.renderer.rebuild(c.sim)
+            c.mouse.particle_radius = self.renderer.particle_radius
+
+    def capture_frame(self) -> np.ndarray:
+        """The current view rendered offscreen at RECORD_SIZE, (h, w, 3) uint8."""
+        c = self.controller
+        self._sync_renderer()
+        grabber = self.renderer.frame_grabber(*RECORD_SIZE)
+        return grabber.grab(self.renderer, c.camera, c.options)
+
+    # -- moderngl-window 3.x callbacks -------------------------------------------------
+    def on_render(self, time: float, frame_time: float) -> None:
+        c = self.controller
+        c.advance(frame_time)
+        self._sync_renderer()
+        self._hover_at_cursor()
+        width, height = self.wnd.buffer_size
+        if width < 1 or height < 1:   # minimised
+            return
+        self.wnd.use()
+        self.renderer.draw(c.camera, width, height, c.options)
+        # an empty imgui frame while hidden keeps its input queue and flags current
+        self.imgui.render_frame(self.panel.draw if c.show_ui else _nothing, frame_time)
+        title = c.window_title()
+        if title != self._title:
+            self.wnd.title = self._title = title
+        if c.fullscreen_requested != self._fullscreen:
+            self._fullscreen = c.fullscreen_requested
+            self.wnd.fullscreen = self._fullscreen
+        if c.quit_requested:
+            self.wnd.close()
+
+    def on_resize(self, width: int, height: int) -> None:
+        self.imgui.resize(width, height)
+        self._update_pixel_scale()
+
+    def on_key_event(self, key: Any, action: Any, modifiers: Any) -> None:
+        self.imgui.key_event(key, action, modifiers)
+        if action != self.wnd.keys.ACTION_PRESS or self._ui_wants_keyboard():
+            return
+        name = self.key_names.get(key)
+        if name is not None:
+            self.controller.handle_key(name)
+
+    def on_unicode_char_entered(self, char: str) -> None:
+        self.imgui.unicode_char_entered(char)
+
+    def on_mouse_position_event(self, x: int, y: int, dx: int, dy: int) -> None:
+        self.imgui.mouse_position_event(x, y, dx, dy)
+        self._cursor = self.to_pixels(x, y)
+        self._hover_at_cursor()
+
+    def _hover_at_cursor(self) -> None:
+        """Hover what is under the last known cursor, unless the panel has the mouse.
+
+        Run on every mouse move and every frame: imgui decides whether it wants the
+        mouse a frame late, and particles move under a still cursor."""
+        c = self.controller
+        if self._ui_wants_mouse():
+            c.mouse_leave()
+        elif self._cursor is not None and not c.dragging:
+            c.mouse_move(*self._cursor)
+
+    def on_mouse_press_event(self, x: int, y: int, button: int) -> None:
+        self.imgui.mouse_press_event(x, y, button)
+        if self._ui_wants_mouse():
+            return
+        shift = bool(self.wnd.modifiers.shift)
+        self.controller.press(*self.to_pixels(x, y), button, shift=shift)
+
+    def on_mouse_drag_event(self, x: int, y: int, dx: int, dy: int) -> None:
+        self.imgui.mouse_drag_event(x, y, dx, dy)
+        self.controller.drag(*self.to_pixels(x, y))   # ignored unless a drag began here
+
+    def on_mouse_release_event(self, x: int, y: int, button: int) -> None:
+        self.imgui.mouse_release_event(x, y, button)
+        self.controller.release(*self.to_pixels(x, y), button)  # never leave a grab stuck
+
+    def on_mouse_scroll_event(self, x_offset: float, y_offset: float) -> None:
+        self.imgui.mouse_scroll_event(x_offset, y_offset)
+        if not self._ui_wants_mouse():
+            self.controller.scroll(y_offset)
+
+    def on_close(self) -> None:
+        self.controller.close()
+
+
+__all__ = ["RopesimWindow", "add_viewer_arguments"]
