@@ -222,7 +222,8 @@ def frame(p: dict) -> dict:
     out = {"n": n, "substeps": substeps, "dtype": dtype.name}
     renderer = None
     try:
-        from ropesim.render.renderer import Renderer, create_headless_context
+        from ropesim.render.offscreen import create_headless_context
+        from ropesim.render.renderer import Renderer
 
         ctx = create_headless_context()
         renderer = Renderer(ctx, sim)

@@ -12,7 +12,8 @@ from .engine.builders import BUILDERS, cloth, explicit, random_network, ring, ro
 from .engine.contacts import Ground, Sphere
 from .engine.integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats
 from .engine.model import SpringSystem, concatenate
-from .io.recording import Trajectory, load_trajectory, record, render
+from .io.trajectory import Trajectory, load_trajectory, record
+from .render.headless import render
 from .io.scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .engine.simulation import Simulation, SimulationDiverged
 
