@@ -200,15 +200,17 @@ def shortest_paths(system: SpringSystem, source: int, positions: np.ndarray | No
 
 # --- theory --------------------------------------------------------------------------------
 def christoffel(sim: Simulation, particle: int, direction: np.ndarray,
-                springs: np.ndarray | None = None) -> np.ndarray:
+                springs: np.ndarray | None = None,
+                positions: np.ndarray | None = None) -> np.ndarray:
     """Gamma(n) (3, 3), m^2/s^2, of the springs at ``particle`` for waves along the unit
-    vector ``direction`` (see the module docstring); ``springs`` limits it to some
-    spring indices (one family). Its eigenvalues are the long-wavelength c^2."""
+    vector ``direction`` (see the module docstring), at ``positions`` ((n, 3) m, default
+    the current ones); ``springs`` limits it to some spring indices (one family). Its
+    eigenvalues are the long-wavelength c^2."""
     a, b = sim.system.springs[:, 0], sim.system.springs[:, 1]
     at = np.flatnonzero((a == particle) | (b == particle))
     if springs is not None:
         at = np.intersect1d(at, springs)
-    x = sim.positions.astype(np.float64)
+    x = (sim.positions if positions is None else positions).astype(np.float64)
     other = np.where(a[at] == particle, b[at], a[at])
     delta = x[other] - x[particle]
     length = np.linalg.norm(delta, axis=1)
@@ -238,10 +240,12 @@ class WaveBranch:
 
 
 def excited_branch(sim: Simulation, particle: int, direction: np.ndarray,
-                   impulse_direction: np.ndarray) -> WaveBranch:
-    """The fastest branch of Gamma(direction) at ``particle`` that ``impulse_direction``
-    excites (both unit vectors; see EXCITED_COSINE); planar systems keep to the xy plane."""
-    gamma = christoffel(sim, particle, direction)
+                   impulse_direction: np.ndarray,
+                   positions: np.ndarray | None = None) -> WaveBranch:
+    """The fastest branch of Gamma(direction) at ``particle`` (at ``positions``, default
+    the current ones) that ``impulse_direction`` excites (both unit vectors; see
+    EXCITED_COSINE); planar systems keep to the xy plane."""
+    gamma = christoffel(sim, particle, direction, positions=positions)
     dims = 2 if sim.planar else 3
     values, vectors = np.linalg.eigh(gamma[:dims, :dims])
     coupling = np.abs(vectors.T @ impulse_direction[:dims])
@@ -253,7 +257,7 @@ def excited_branch(sim: Simulation, particle: int, direction: np.ndarray,
     shares = {}
     groups = sim.system.meta.get("spring_groups") or {}
     for family, (start, stop) in groups.items():
-        part = christoffel(sim, particle, direction, np.arange(start, stop))
+        part = christoffel(sim, particle, direction, np.arange(start, stop), positions)
         shares[family] = float(polarisation @ part @ polarisation) / c2 if c2 > 0 else math.nan
     return WaveBranch(
         speed=math.sqrt(c2), polarisation=polarisation,
@@ -270,7 +274,7 @@ def integrator_response(integrator: str, omega_dt: float) -> tuple[float, float]
     does not oscillate (past the stability limit or overdamped)."""
     system = SpringSystem(np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0, 1]]),
                           mass=1.0, stiffness=1.0, pinned=[0])
-    scale = 1e-6
+    scale = 1e-3  # along the spring: exactly linear, and far above rounding
     columns = []
     for shift, speed in ((scale, 0.0), (0.0, scale)):
         with warnings.catch_warnings():
@@ -372,6 +376,8 @@ class WaveResult:
     reads; ``displacement`` (samples, n) m, along the impulse; ``arrival`` (n,) s for every
     particle (NaN: no front); ``departure`` the source's time by the same rule; ``paths``
     the shortest paths from the source; ``probes`` one :class:`ProbeReading` each;
+    ``layout`` "chain" (no particle has more than two springs: ropes, rings), "grid" (a
+    cloth) or "network"; ``start_positions`` (n, 3) m before the pluck;
     ``model`` the theory's formula with its numbers, ``integrator_note`` how the
     integrator's dispersion and damping shift the speed and amplitude at this dt.
     """
@@ -391,6 +397,7 @@ class WaveResult:
     paths: Paths
     start_positions: np.ndarray
     grid_shape: tuple[int, int] | None
+    layout: str
     probes: list[ProbeReading]
     model: str
     integrator_note: str
@@ -461,6 +468,15 @@ def _positive(value: Any, name: str, unit: str, allow_zero: bool = False) -> flo
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name}: must be a finite number {bound} {unit}, got {value!r}")
     return number
+
+
+def network_layout(system: SpringSystem) -> str:
+    """"grid" (a structured grid), "chain" (every particle has at most two springs:
+    ropes, strings, rings) or "network" (anything else)."""
+    if system.grid_shape is not None:
+        return "grid"
+    degree = np.bincount(system.springs.ravel(), minlength=system.n_particles)
+    return "chain" if degree.max(initial=0) <= 2 else "network"
 
 
 def _theory_direction(sim: Simulation, paths: Paths, probe: int, on_grid: bool,
@@ -553,13 +569,13 @@ def wave_experiment(
 
     arrival = arrival_times(times, speed, threshold)
     departure = float(arrival[source])
-    on_grid = sim.system.grid_shape is not None
+    layout = network_layout(sim.system)
+    on_grid = layout == "grid"
     straight = np.linalg.norm(x0 - x0[source], axis=1)
-    readings, branches = [], []
+    readings = []
     for probe in probe_list:
         here, direction = _theory_direction(sim, paths, probe, on_grid, x0)
-        branch = excited_branch(sim, here, direction, along)
-        branches.append(branch)
+        branch = excited_branch(sim, here, direction, along, x0)
         distance = float(straight[probe] if on_grid else paths.length[probe])
         flight = float(arrival[probe]) - departure
         measured = distance / flight if flight > 0 else math.nan
@@ -575,8 +591,8 @@ def wave_experiment(
         duration=steps * step_dt, pulse_duration=pulse_duration, threshold=threshold,
         times=times, speed=speed, displacement=displacement, departure=departure,
         arrival=arrival, paths=paths, start_positions=x0, grid_shape=sim.system.grid_shape,
-        probes=readings,
-        model=describe_theory(sim, paths, probe_list[0], on_grid, x0, along),
+        layout=layout, probes=readings,
+        model=describe_theory(sim, paths, probe_list[0], layout, x0, along),
         integrator_note=describe_integrator(sim, paths, pulse_duration),
     )
 
@@ -587,36 +603,42 @@ def _springs_at(sim: Simulation, particle: int) -> np.ndarray:
     return np.flatnonzero((a == particle) | (b == particle))
 
 
-def describe_theory(sim: Simulation, paths: Paths, probe: int, on_grid: bool, x0: np.ndarray,
+def describe_theory(sim: Simulation, paths: Paths, probe: int, layout: str, x0: np.ndarray,
                     along: np.ndarray) -> str:
     """The theory's formulas with this network's numbers (m, N/m, N, kg, m/s), one line each."""
+    on_grid = layout == "grid"
     here, direction = _theory_direction(sim, paths, probe, on_grid, x0)
     springs = _springs_at(sim, here)
     mass = float(sim.masses[here])
-    degree = np.bincount(sim.system.springs.ravel(), minlength=sim.n_particles)
     a, b = sim.system.springs[springs, 0], sim.system.springs[springs, 1]
     spacing = float(np.linalg.norm(x0[a] - x0[b], axis=1).min())
     if on_grid:
         row_step = x0[min(here + 1, sim.n_particles - 1)] - x0[here]
+        column_step = x0[min(here + sim.system.grid_shape[1], sim.n_particles - 1)] - x0[here]
         axis = row_step / np.linalg.norm(row_step)
+        normal = np.cross(row_step, column_step)
+        normal /= np.linalg.norm(normal)
         lines = [f"square grid, spacing a = {spacing:.4g} m, m = {mass:.4g} kg; long-wavelength "
                  "speeds along a grid axis (structural k_s, shear k_d, bend k_b in N/m):"]
-        gamma = christoffel(sim, here, axis)
-        dims = 2 if sim.planar else 3
-        values, vectors = np.linalg.eigh(gamma[:dims, :dims])
+        values, vectors = np.linalg.eigh(christoffel(sim, here, axis, positions=x0))
         for value, vector in sorted(zip(values, vectors.T), key=lambda pair: -pair[0]):
-            polarisation = np.zeros(3)
-            polarisation[:dims] = vector
-            branch = excited_branch(sim, here, axis, polarisation)
-            kind = "P (longitudinal)" if branch.longitudinal else "S (transverse)"
-            formula = ("a*sqrt((k_s + k_d + 4 k_b)/m)" if branch.longitudinal
-                       else "a*sqrt(k_d/m) in-plane, sqrt(T/mu) out of plane")
+            branch = excited_branch(sim, here, axis, vector, x0)
             shares = ", ".join(f"{family} {share:.0%}" for family, share in branch.shares.items()
                                if math.isfinite(share))
-            lines.append(f"  {kind}: c = {formula} = {branch.speed:.4g} m/s"
-                         + (f" (share of c^2: {shares})" if shares else ""))
+            if abs(float(vector @ normal)) >= LONGITUDINAL_COSINE:
+                if sim.planar:
+                    continue
+                tension = branch.speed if branch.speed > 1e-6 * math.sqrt(values.max()) else 0.0
+                lines.append(f"  out of plane (membrane): c = sqrt(T/mu) = {tension:.4g} m/s"
+                             + ("" if tension else " (no tension: no linear wave)"))
+            elif branch.longitudinal:
+                lines.append(f"  P (longitudinal, in plane): c = a*sqrt((k_s + k_d + 4 k_b)/m) = "
+                             f"{branch.speed:.4g} m/s (share of c^2: {shares})")
+            else:
+                lines.append(f"  S (transverse, in plane): c = a*sqrt(k_d/m) = "
+                             f"{branch.speed:.4g} m/s (share of c^2: {shares})")
         return "\n".join(lines)
-    if degree.max() <= 2:
+    if layout == "chain":
         k = float(sim.stiffness[springs].mean())
         tension = float(np.mean(sim.stiffness[springs] * (
             np.linalg.norm(x0[a] - x0[b], axis=1) - sim.rest_lengths[springs])))
@@ -630,7 +652,7 @@ def describe_theory(sim: Simulation, paths: Paths, probe: int, on_grid: bool, x0
         else:
             lines.append("  no tension: no linear transverse wave (c = sqrt(T/mu) = 0)")
         return "\n".join(lines)
-    branch = excited_branch(sim, here, direction, along)
+    branch = excited_branch(sim, here, direction, along, x0)
     return (f"network: long-wavelength {branch.mode} speed from the springs at particle {here} "
             f"along the path, c = sqrt(eig Gamma) = {branch.speed:.4g} m/s (exact only for a "
             "uniform lattice)")
