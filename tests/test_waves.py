@@ -268,6 +268,20 @@ def test_drum_is_pinned_all_round_and_string_at_both_ends():
     assert np.flatnonzero(string.pinned).tolist() == [0, string.n_particles - 1]
 
 
+def test_rope_tension_sets_the_rest_length_so_every_link_pulls_T():
+    plain = builders.rope(11, 2.0, pins="both", stiffness=500.0)
+    np.testing.assert_allclose(plain.rest_lengths, 0.2)  # default: unstretched
+    taut = builders.rope(11, 2.0, pins="both", stiffness=500.0, tension=20.0)
+    np.testing.assert_allclose(taut.stiffness * (0.2 - taut.rest_lengths), 20.0)
+    modulus = builders.rope(11, 2.0, pins="both", young_modulus=100.0, tension=20.0)
+    np.testing.assert_allclose(modulus.stiffness * (0.2 - modulus.rest_lengths), 20.0)
+    for bad, message in ((-1.0, r"^tension: must be a finite number >= 0 N, got -1\.0"),
+                         ("abc", r"^tension: must be a finite number >= 0 N, got 'abc'"),
+                         (100.0, r"^tension: must be below stiffness \* spacing = 100 N")):
+        with pytest.raises(ValueError, match=message):
+            builders.rope(11, 2.0, stiffness=500.0, tension=bad)
+
+
 # --- the command ---------------------------------------------------------------------------
 def run_wave(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="ropesim")

@@ -175,7 +175,8 @@ def cmd_wave(args: argparse.Namespace) -> int:
             print("theory: " + result.model)
             print("integrator: " + result.integrator_note)
             if plot is not None:
-                plot_waves(result, plot, title=f"{scene.name}: {result.integrator}")
+                plot_waves(result, plot, title=f"{scene.name}: {result.integrator}, "
+                                                     f"dt = {result.dt:g} s")
                 print(f"wrote {plot}")
             print()
     except SimulationDiverged as error:

@@ -194,9 +194,14 @@ def rope(
 def _tensioned_rest_length(tension: float, spacing: float, stiffness: float,
                            young_modulus: float | None) -> float:
     """Rest length (m) of a spring ``spacing`` m long that pulls with ``tension`` N."""
-    value = float(tension)
+    try:
+        value = float(tension)
+    except (TypeError, ValueError):
+        value = float("nan")
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"tension: must be a finite number >= 0 N, got {tension!r}")
+    if value == 0:
+        return spacing
     if young_modulus is not None:
         return spacing * float(young_modulus) / (float(young_modulus) + value)
     most = float(stiffness) * spacing

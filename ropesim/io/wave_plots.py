@@ -119,14 +119,13 @@ def _probe_traces(axes, result: WaveResult) -> None:
             axes.axvline(probe.arrival, ymin=0, ymax=1, color=line.get_color(), ls=":", lw=1)
     axes.set_xlabel("time (s)")
     axes.set_ylabel("probe speed |v| / its peak (offset per probe)")
-    axes.set_title(f"probes: arrival = half of the first peak; {result.integrator}, "
-                   f"dt = {result.dt:g} s", fontsize=9)
+    axes.set_title(f"probes: the front arrives at {result.threshold:g} x the first peak")
     axes.set_yticks([])
 
 
 def plot_waves(result: WaveResult, path: str | Path, title: str | None = None) -> Path:
     """Draw the experiment (kymograph or arrival map, and the probe traces) to ``path``
-    (.png, .svg or .pdf); returns the path."""
+    (.png, .svg or .pdf) under ``title`` (default: the integrator and dt); returns the path."""
     path = Path(path)
     figure = _new_figure(12.0, 5.0)
     left, right = figure.subplots(1, 2, width_ratios=(1.25, 1.0))
@@ -137,7 +136,6 @@ def plot_waves(result: WaveResult, path: str | Path, title: str | None = None) -
     else:
         _arrival_scatter(left, result)
     _probe_traces(right, result)
-    if title:
-        figure.suptitle(title)
+    figure.suptitle(title or f"{result.integrator}, dt = {result.dt:g} s")
     figure.savefig(path)
     return path
