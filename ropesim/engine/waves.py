@@ -320,25 +320,37 @@ def hann_impulse_fractions(pulse_duration: float, dt: float) -> np.ndarray:
     return np.diff(cumulative)
 
 
-def arrival_times(times: np.ndarray, signal: np.ndarray, threshold: float = THRESHOLD,
-                  floor: float = FLOOR, precursor: float = PRECURSOR) -> np.ndarray:
-    """First-front arrival (s) of every column of ``signal`` (samples, n) by the module's
-    rule: the first time it reaches ``threshold`` x its first peak (its first local
-    maximum reaching ``precursor`` x the column's largest value), linearly interpolated;
-    NaN where no such peak comes before the last sample or the column's largest value is
-    below ``floor`` x the largest of all."""
+def first_peaks(signal: np.ndarray, floor: float = FLOOR,
+                precursor: float = PRECURSOR) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's first peak of ``signal`` (samples, n): its first local maximum that
+    reaches ``precursor`` x the column's largest value. Returns (sample index, value);
+    -1 and NaN where there is none before the last sample, or where the column's largest
+    value is below ``floor`` x the largest of all."""
     signal = np.asarray(signal, dtype=np.float64)
     samples, n = signal.shape
-    arrival = np.full(n, np.nan)
+    index, value = np.full(n, -1), np.full(n, np.nan)
     if samples < 3:
-        return arrival
+        return index, value
     largest = signal.max(axis=0)
     middle = signal[1:-1]
     is_peak = (middle >= signal[:-2]) & (middle > signal[2:]) & (middle >= precursor * largest)
     has_peak = is_peak.any(axis=0) & (largest >= floor * largest.max()) & (largest > 0)
     columns = np.flatnonzero(has_peak)
-    peak = middle[np.argmax(is_peak[:, columns], axis=0), columns]
-    level = threshold * peak
+    index[columns] = np.argmax(is_peak[:, columns], axis=0) + 1
+    value[columns] = signal[index[columns], columns]
+    return index, value
+
+
+def arrival_times(times: np.ndarray, signal: np.ndarray, threshold: float = THRESHOLD,
+                  floor: float = FLOOR, precursor: float = PRECURSOR) -> np.ndarray:
+    """First-front arrival (s) of every column of ``signal`` (samples, n) by the module's
+    rule: the first time it reaches ``threshold`` x its first peak (:func:`first_peaks`),
+    linearly interpolated between samples; NaN where it has no first peak."""
+    signal = np.asarray(signal, dtype=np.float64)
+    _, peak = first_peaks(signal, floor, precursor)
+    arrival = np.full(signal.shape[1], np.nan)
+    columns = np.flatnonzero(np.isfinite(peak))
+    level = threshold * peak[columns]
     first = np.argmax(signal[:, columns] >= level, axis=0)
     before = np.maximum(first - 1, 0)
     low, high = signal[before, columns], signal[first, columns]
@@ -353,7 +365,8 @@ class ProbeReading:
     """One probe's numbers: where it is (hops = springs on the shortest path, path and
     straight distance, m), when the front came (arrival, s), the speed measured over
     ``distance`` (m/s; the path on chains and networks, the straight line on grids), the
-    theory (m/s) and their ratio, the excited branch and the front's peak speed (m/s)."""
+    theory (m/s) and their ratio, the excited branch and the height of the first peak
+    of |v| (m/s; NaN without a front)."""
 
     particle: int
     hops: int
@@ -568,6 +581,7 @@ def wave_experiment(
         done = upcoming
 
     arrival = arrival_times(times, speed, threshold)
+    _, first_peak = first_peaks(speed)
     departure = float(arrival[source])
     layout = network_layout(sim.system)
     on_grid = layout == "grid"
@@ -584,7 +598,7 @@ def wave_experiment(
             straight_distance=float(straight[probe]), distance=distance,
             arrival=float(arrival[probe]), speed=measured, theory=branch.speed,
             ratio=measured / branch.speed if branch.speed > 0 else math.nan,
-            mode=branch.mode, peak_speed=float(speed[:, probe].max()),
+            mode=branch.mode, peak_speed=float(first_peak[probe]),
         ))
     return WaveResult(
         source=source, impulse=vector, integrator=sim.integrator, dt=step_dt,
