@@ -11,9 +11,10 @@ import pytest
 
 from ropesim.app.wave import add_wave_parser
 from ropesim.engine import builders
+from ropesim.engine.impulses import pluck
 from ropesim.engine.simulation import Simulation
 from ropesim.engine.waves import (
-    arrival_times, christoffel, hann_impulse_fractions, integrator_response, pluck,
+    arrival_times, christoffel, hann_impulse_fractions, integrator_response,
     shortest_paths, wave_experiment,
 )
 from ropesim.io.scenes import load

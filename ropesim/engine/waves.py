@@ -46,6 +46,7 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
+from .impulses import check_impulse, check_particle, check_pluckable, pluck
 from .model import SpringSystem
 from .simulation import Simulation
 
@@ -61,49 +62,6 @@ RECORD_BUDGET = 4_000_000
 LONGITUDINAL_COSINE = 0.7
 #: |polarisation . impulse| at or above which an impulse excites a branch
 EXCITED_COSINE = 0.25
-
-
-# --- pluck -----------------------------------------------------------------------------
-def _check_particle(sim: Simulation, i: Any, name: str) -> int:
-    if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-        raise ValueError(f"{name}: expected a particle index (an integer), got {i!r}")
-    if not 0 <= int(i) < sim.n_particles:
-        raise ValueError(f"{name}: particle index must be in 0..{sim.n_particles - 1}, got {i}")
-    return int(i)
-
-
-def _check_impulse(sim: Simulation, impulse: Any) -> np.ndarray:
-    """An impulse as a (3,) float64 vector, N*s: 2 or 3 finite numbers, z = 0 if planar."""
-    try:
-        vector = np.asarray(impulse, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        vector = np.zeros(0)
-    if vector.shape not in ((2,), (3,)) or not np.all(np.isfinite(vector)):
-        raise ValueError(f"impulse: expected 2 or 3 finite numbers (N*s), got {impulse!r}")
-    vector = np.append(vector, 0.0) if vector.size == 2 else vector
-    if sim.planar and vector[2] != 0.0:
-        raise ValueError(f"impulse: a planar (2-D) system needs z = 0, got {impulse!r}")
-    return vector
-
-
-def _check_pluckable(sim: Simulation, i: Any, name: str) -> int:
-    i = _check_particle(sim, i, name)
-    if sim.pinned[i]:
-        raise ValueError(f"{name}: particle {i} is pinned and cannot be plucked; "
-                         "choose a free particle (or unpin it first)")
-    if sim.grabbed == i:
-        raise ValueError(f"{name}: particle {i} is held by a grab; release it first")
-    return i
-
-
-def pluck(sim: Simulation, i: int, impulse: Sequence[float]) -> None:
-    """Give particle ``i`` an impulse (2 or 3 numbers, N*s): its velocity changes by
-    impulse / mass (m/s), so the momentum changes by exactly the impulse. Works while
-    paused: the next step starts the wave. A pinned or grabbed particle cannot be plucked.
-    """
-    i = _check_pluckable(sim, i, "particle")
-    vector = _check_impulse(sim, impulse)
-    sim.velocities[i] += vector / float(sim.masses[i])
 
 
 # --- the network's shape -----------------------------------------------------------------
@@ -385,7 +343,7 @@ class ProbeReading:
 class WaveResult:
     """What :func:`wave_experiment` measured.
 
-    ``times`` (samples,) s; ``speed`` (samples, n) |v| m/s, the signal the arrival rule
+    ``times`` (samples,) s from the pluck; ``speed`` (samples, n) |v| m/s, the signal the arrival rule
     reads; ``displacement`` (samples, n) m, along the impulse; ``arrival`` (n,) s for every
     particle (NaN: no front); ``departure`` the source's time by the same rule; ``paths``
     the shortest paths from the source; ``probes`` one :class:`ProbeReading` each;
@@ -463,7 +421,7 @@ def _check_probes(sim: Simulation, probes: Any, source: int) -> list[int]:
         raise ValueError("probes: give at least one particle index")
     found = []
     for probe in listed:
-        index = _check_particle(sim, probe, "probes")
+        index = check_particle(sim, probe, "probes")
         if index == source:
             raise ValueError(f"probes: particle {index} is the source; a probe must be "
                              "another particle")
@@ -528,9 +486,9 @@ def wave_experiment(
     Raises ValueError naming the field for a bad source, probe, impulse or duration.
     """
     sim = _simulation_of(scene_or_sim, integrator, dt)
-    source = _check_pluckable(sim, source, "source")
+    source = check_pluckable(sim, source, "source")
     probe_list = _check_probes(sim, probes, source)
-    vector = _check_impulse(sim, impulse)
+    vector = check_impulse(sim, impulse)
     size = float(np.linalg.norm(vector))
     if size == 0.0:
         raise ValueError("impulse: must be non-zero (N*s), got all zeros")
@@ -567,7 +525,7 @@ def wave_experiment(
     done = 0
     while True:
         if done < fractions.size:
-            sim.velocities[source] += vector * (fractions[done] / float(sim.masses[source]))
+            pluck(sim, source, vector * fractions[done])
         if done % every == 0:
             row = done // every
             _record_sample(sim.positions, x0, sim.velocities, along, displacement[row],
@@ -607,7 +565,7 @@ def wave_experiment(
         arrival=arrival, paths=paths, start_positions=x0, grid_shape=sim.system.grid_shape,
         layout=layout, probes=readings,
         model=describe_theory(sim, paths, probe_list[0], layout, x0, along),
-        integrator_note=describe_integrator(sim, paths, pulse_duration),
+        integrator_note=describe_integrator(sim, pulse_duration),
     )
 
 
@@ -672,7 +630,7 @@ def describe_theory(sim: Simulation, paths: Paths, probe: int, layout: str, x0: 
             "uniform lattice)")
 
 
-def describe_integrator(sim: Simulation, paths: Paths, pulse_duration: float) -> str:
+def describe_integrator(sim: Simulation, pulse_duration: float) -> str:
     """How the integrator's dispersion and damping change speed and amplitude at this dt,
     at the pulse's frequency 2 pi / tau and at the lattice's top frequency."""
     top = 2.0 / sim.system.stable_dt()
