@@ -95,7 +95,6 @@ def add_wave_parser(subparsers: Any) -> argparse.ArgumentParser:
     wave.add_argument("--plot", metavar="PATH",
                       help="kymograph / arrival map and probe traces (.png, .svg, .pdf); with "
                            "--integrators one file per integrator, PATH-NAME.png")
-    wave.set_defaults(handler=cmd_wave)
     return wave
 
 
