@@ -55,7 +55,8 @@ def _seconds(allow_zero: bool):
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got {text!r}") from None
         if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
             bound = ">= 0" if allow_zero else "> 0"
             raise argparse.ArgumentTypeError(f"must be finite and {bound} s, got {text!r}")
@@ -86,7 +87,7 @@ def add_wave_parser(subparsers: Any) -> argparse.ArgumentParser:
                            "long-wavelength wave")
     wave.add_argument("--threshold", type=float, default=None, metavar="F",
                       help="arrival at this fraction of the first peak (default 0.5)")
-    wave.add_argument("--dt", type=_seconds(False), help="time step, s")
+    wave.add_argument("--dt", type=_seconds(False), metavar="S", help="time step, s")
     integrators = wave.add_mutually_exclusive_group()
     integrators.add_argument("--integrator", help="the scene's integrator by default")
     integrators.add_argument("--integrators", metavar="A,B",

@@ -343,14 +343,15 @@ class ProbeReading:
 class WaveResult:
     """What :func:`wave_experiment` measured.
 
-    ``times`` (samples,) s from the pluck; ``speed`` (samples, n) |v| m/s, the signal the arrival rule
-    reads; ``displacement`` (samples, n) m, along the impulse; ``arrival`` (n,) s for every
-    particle (NaN: no front); ``departure`` the source's time by the same rule; ``paths``
-    the shortest paths from the source; ``probes`` one :class:`ProbeReading` each;
-    ``layout`` "chain" (no particle has more than two springs: ropes, rings), "grid" (a
-    cloth) or "network"; ``start_positions`` (n, 3) m before the pluck;
-    ``model`` the theory's formula with its numbers, ``integrator_note`` how the
-    integrator's dispersion and damping shift the speed and amplitude at this dt.
+    ``times`` (samples,) s from the pluck; ``speed`` (samples, n) |v| m/s, the signal
+    the arrival rule reads; ``displacement`` (samples, n) m, along the impulse;
+    ``arrival`` (n,) s for every particle (NaN: no front); ``departure`` the source's
+    time by the same rule; ``paths`` the shortest paths from the source; ``probes`` one
+    :class:`ProbeReading` each; ``layout`` "chain" (no particle has more than two
+    springs: ropes, rings), "grid" (a cloth) or "network"; ``start_positions`` (n, 3) m
+    before the pluck; ``model`` the theory's formula with its numbers;
+    ``integrator_note`` how the integrator's dispersion and damping shift the speed and
+    amplitude at this dt.
     """
 
     source: int
@@ -646,8 +647,9 @@ def describe_integrator(sim: Simulation, pulse_duration: float) -> str:
             parts.append(f"at {label} {omega:.4g} rad/s (w*dt = {omega * sim.dt:.3g}) the step "
                          "does not oscillate: such waves are lost or blow up")
             continue
+        kind = "numerical damping" if gain < 1 else "growth"
         effect = ("no numerical damping" if abs(gain - 1.0) < 1e-3 else
-                  f"amplitude x{gain:.3f} per period ({'numerical damping' if gain < 1 else 'growth'})")
+                  f"amplitude x{gain:.3f} per period ({kind})")
         parts.append(f"at {label} {omega:.4g} rad/s (w*dt = {omega * sim.dt:.3g}): frequency and "
                      f"phase speed x{ratio:.4f}, {effect}")
     return f"{sim.integrator}, dt = {sim.dt:g} s: " + "; ".join(parts)
