@@ -14,7 +14,7 @@ from ropesim.engine import builders
 from ropesim.engine.impulses import pluck
 from ropesim.engine.simulation import Simulation
 from ropesim.engine.waves import (
-    arrival_times, christoffel, hann_impulse_fractions, integrator_response,
+    arrival_times, christoffel, first_peaks, hann_impulse_fractions, integrator_response,
     shortest_paths, wave_experiment,
 )
 from ropesim.io.scenes import load
@@ -192,15 +192,24 @@ def test_shortest_paths_follow_the_springs():
 
 
 # --- integrators -----------------------------------------------------------------------------
+#: (amplitude factor per step |lambda|, phase per step arg lambda) of an undamped spring
+#: at w*dt = h, from each integrator's 2 x 2 step matrix
+STEP_EIGENVALUES = {
+    "explicit_euler": (lambda h: math.sqrt(1 + h * h), math.atan),
+    "symplectic_euler": (lambda h: 1.0, lambda h: 2 * math.asin(h / 2)),
+    "verlet": (lambda h: 1.0, lambda h: 2 * math.asin(h / 2)),
+    "implicit_midpoint": (lambda h: 1.0, lambda h: 2 * math.atan(h / 2)),
+    "backward_euler": (lambda h: 1 / math.sqrt(1 + h * h), math.atan),
+}
+
+
+@pytest.mark.parametrize("integrator", sorted(STEP_EIGENVALUES))
 @pytest.mark.parametrize("omega_dt", [0.1, 0.6])
-def test_integrator_response_matches_the_closed_forms(omega_dt):
-    gain, ratio = integrator_response("symplectic_euler", omega_dt)
-    assert gain == pytest.approx(1.0, abs=1e-9)  # |eigenvalue| = 1: no numerical damping
-    assert ratio == pytest.approx(2 * math.asin(omega_dt / 2) / omega_dt, rel=1e-9)
-    gain, ratio = integrator_response("backward_euler", omega_dt)
-    angle = math.atan(omega_dt)  # eigenvalue 1 / (1 - i w dt)
-    assert ratio == pytest.approx(angle / omega_dt, rel=1e-6)
-    assert gain == pytest.approx((1 + omega_dt ** 2) ** (-math.pi / angle), rel=1e-6)
+def test_integrator_response_matches_the_closed_forms(integrator, omega_dt):
+    modulus, phase = (f(omega_dt) for f in STEP_EIGENVALUES[integrator])
+    gain, ratio = integrator_response(integrator, omega_dt)
+    assert ratio == pytest.approx(phase / omega_dt, rel=1e-9)
+    assert gain == pytest.approx(modulus ** (2 * math.pi / phase), rel=1e-8)
 
 
 def test_backward_euler_damps_and_spreads_the_front_symplectic_euler_keeps_it():
@@ -215,6 +224,12 @@ def test_backward_euler_damps_and_spreads_the_front_symplectic_euler_keeps_it():
     # backward Euler: numerical damping, the farther the lower
     assert implicit[1].peak_speed < 0.8 * implicit[0].peak_speed
     assert implicit[1].peak_speed < 0.8 * explicit[1].peak_speed
+    # ... and spreads it: the rise from half height to the first peak takes longer
+    rise = {}
+    for name, result in results.items():
+        peak_at, _ = first_peaks(result.speed)
+        rise[name] = result.times[peak_at[100]] - result.probes[1].arrival
+    assert rise["backward_euler"] > 2 * rise["symplectic_euler"]
     assert "numerical damping" in results["backward_euler"].integrator_note
     assert "no numerical damping" in results["symplectic_euler"].integrator_note
 
