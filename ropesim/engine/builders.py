@@ -166,10 +166,10 @@ def rope(
     if bend and n < 3:
         raise ValueError(f"bend: bend springs need n >= 3 particles, got n = {n}")
     positions = start + np.linspace(0.0, length, n)[:, None] * (axis / norm)
-    spacing = length / (n - 1)
-    rest_lengths = _tensioned_rest_length(tension, spacing, stiffness, young_modulus)
 
     ids = np.arange(n)
+    spacing = length / (n - 1)
+    rest_lengths = _tensioned_rest_length(tension, spacing, stiffness, young_modulus)
     groups = [_chain(ids)]
     k = [np.full(n - 1, float(stiffness))]
     rest = [np.full(n - 1, rest_lengths)]
