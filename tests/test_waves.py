@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from ropesim.app.wave import add_wave_parser, cmd_wave
+from ropesim.app.wave import add_wave_parser
 from ropesim.engine import builders
 from ropesim.engine.impulses import pluck
 from ropesim.engine.simulation import Simulation
@@ -303,7 +303,7 @@ def run_wave(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="ropesim")
     add_wave_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["wave", *argv])
-    return cmd_wave(args)
+    return args.handler(args)
 
 
 def test_wave_command_prints_the_table_and_writes_a_plot(tmp_path, capsys):

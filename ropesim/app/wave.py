@@ -65,7 +65,8 @@ def _seconds(allow_zero: bool):
 
 
 def add_wave_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``wave`` subcommand with its options to an argparse subparsers object."""
+    """Add the ``wave`` subcommand with its options to an argparse subparsers object;
+    it sets ``args.handler`` to :func:`cmd_wave`."""
     wave = subparsers.add_parser(
         "wave", help="pluck a particle and measure the wave front against theory",
         description="Pluck --source with --impulse, record, and print each probe's "
@@ -96,6 +97,7 @@ def add_wave_parser(subparsers: Any) -> argparse.ArgumentParser:
     wave.add_argument("--plot", metavar="PATH",
                       help="kymograph / arrival map and probe traces (.png, .svg, .pdf); with "
                            "--integrators one file per integrator, PATH-NAME.png")
+    wave.set_defaults(handler=cmd_wave)
     return wave
 
 
