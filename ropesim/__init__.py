@@ -16,6 +16,7 @@ from .io.trajectory import Trajectory, load_trajectory, record
 from .render.headless import render
 from .io.scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .engine.simulation import Simulation, SimulationDiverged
+from .engine.waves import WaveResult, wave_experiment
 
 from importlib.metadata import version as _version
 
@@ -26,7 +27,7 @@ __all__ = [
     "DEFAULT_INTEGRATOR", "SolverStats", "Ground", "Sphere",
     "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
-    "record", "Trajectory", "load_trajectory", "render",
+    "record", "Trajectory", "load_trajectory", "render", "wave_experiment", "WaveResult",
 ]
 
 

@@ -273,7 +273,7 @@ def test_random_network_box_and_top_pin():
         (lambda: cloth(plane="yz"), r"^plane: allowed 'xy' or 'xz'"),
         (lambda: cloth(pins="top"),
          r"^pins: unknown name 'top'; allowed: none, corner, top-corners, four-corners, "
-         r"top-edge, or a list of indices"),
+         r"top-edge, edges, or a list of indices"),
         (lambda: cloth(structural=False, shear=False, bend=False), r"structural, shear, bend"),
         (lambda: ring(n=2), r"^n: must be >= 3"),
         (lambda: ring(radius=0), r"^radius: "),

@@ -13,7 +13,7 @@ from ropesim.io.scenes import DEFAULT_SCENE, SceneError, load, scene_from_dict, 
 
 SHIPPED = {
     "cloth", "rope", "curtain-40x30", "chain-wave", "ring", "star", "random-network",
-    "tablecloth",
+    "tablecloth", "drum", "ring-wave", "string",
 }
 SYSTEM_ARRAYS = ("positions", "velocities", "springs", "rest_lengths", "mass", "stiffness",
                  "damping", "pinned")

@@ -22,7 +22,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
-from . import compare, headless
+from . import compare, headless, wave
 from .arguments import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, UsageError,
                         UsageParser, error_line, has_display)
 
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("view", help="open the interactive viewer (the default)", add_help=False)
     headless.add_commands(commands)
     compare.add_command(commands)
+    wave.add_wave_parser(commands)
     return parser
 
 

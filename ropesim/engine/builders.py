@@ -231,11 +231,16 @@ def rope(
     origin: Vector = (0.0, 0.0, 0.0),
     direction: Vector = (1.0, 0.0, 0.0),
     young_modulus: float | None = None,
+    tension: float = 0.0,
 ) -> SpringSystem:
     """A straight chain of ``n`` particles, ``length`` m long, from ``origin`` along ``direction``.
 
     Springs join neighbours (i, i+1); ``bend=True`` adds springs (i, i+2) with
     ``bend_stiffness`` N/m (default: ``stiffness``). ``dim=2`` makes a planar system.
+    ``tension`` (N, default 0): the neighbour springs get a rest length shorter than
+    the spacing a = length / (n - 1), L = a - T / k (L = a E / (E + T) with
+    ``young_modulus``), so each pulls with T N at the start; pin both ends ("both")
+    to hold it, a taut string. Bend springs start unstretched.
     Pins: "none", "start", "end", "both" or indices.
     """
     n = _check_count("n", n, 2)
@@ -250,11 +255,15 @@ def rope(
     positions = start + np.linspace(0.0, length, n)[:, None] * axis
 
     ids = np.arange(n)
+    spacing = length / (n - 1)
+    rest_lengths = _tensioned_rest_length(tension, spacing, stiffness, young_modulus)
     groups = [_chain(ids)]
     k = [np.full(n - 1, float(stiffness))]
+    rest = [np.full(n - 1, rest_lengths)]
     if bend:
         groups.append(np.column_stack([ids[:-2], ids[2:]]))
         k.append(np.full(n - 2, float(stiffness if bend_stiffness is None else bend_stiffness)))
+        rest.append(np.full(n - 2, 2.0 * spacing))
     pinned = _pin_indices(
         pins,
         {"none": lambda: [], "start": lambda: [0], "end": lambda: [n - 1],
@@ -264,8 +273,31 @@ def rope(
     return _finish(
         "rope", positions, groups, k, mass=mass, damping=damping,
         young_modulus=young_modulus, pinned=pinned, placed_by=("length, n", "origin"),
-        meta={"segment_length": length / (n - 1), "bend": bool(bend)},
+        rest_lengths=np.concatenate(rest) if tension else None,
+        meta={"segment_length": spacing, "bend": bool(bend), "tension": float(tension)},
     )
+
+
+def _tensioned_rest_length(tension: float, spacing: float, stiffness: float,
+                           young_modulus: float | None) -> float:
+    """Rest length (m) of a spring ``spacing`` m long that pulls with ``tension`` N."""
+    try:
+        value = float(tension)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"tension: must be a finite number >= 0 N, got {tension!r}")
+    if value == 0:
+        return spacing
+    if young_modulus is not None:
+        return spacing * float(young_modulus) / (float(young_modulus) + value)
+    most = float(stiffness) * spacing
+    if value >= most:
+        raise ValueError(
+            f"tension: must be below stiffness * spacing = {most:g} N (a rest length "
+            f"> 0 m), got {value:g} N"
+        )
+    return spacing - value / float(stiffness)
 
 
 def cloth(
@@ -295,7 +327,8 @@ def cloth(
     ``meta["spring_groups"]``): structural (1,0),(0,1); shear, both diagonals; bend,
     distance-2 neighbours along rows and columns. Triangles: two per cell, wound
     counter-clockwise seen from +z (xy) or +y (xz).
-    Pins: "none", "corner", "top-corners", "four-corners", "top-edge" or indices.
+    Pins: "none", "corner", "top-corners", "four-corners", "top-edge", "edges" (the
+    whole border, like a drum skin) or indices.
     """
     nx = _check_count("nx", nx, 2)
     ny = _check_count("ny", ny, 2)
@@ -355,7 +388,8 @@ def cloth(
         pins,
         {"none": lambda: [], "corner": lambda: [0], "top-corners": lambda: [0, nx - 1],
          "four-corners": lambda: [0, nx - 1, last - nx + 1, last],
-         "top-edge": lambda: list(range(nx))},
+         "top-edge": lambda: list(range(nx)),
+         "edges": lambda: ids[[0, -1], :].ravel().tolist() + ids[:, [0, -1]].ravel().tolist()},
         nx * ny,
     )
     return _finish(
