@@ -170,18 +170,10 @@ class Simulation:
         """Simulated time, s."""
         return self._state.time
 
-    @time.setter
-    def time(self, value: float) -> None:
-        self._state.time = float(value)
-
     @property
     def step_count(self) -> int:
         """Steps taken since the start (or the last reset)."""
         return self._state.step_count
-
-    @step_count.setter
-    def step_count(self, value: int) -> None:
-        self._state.step_count = int(value)
 
     @property
     def state(self) -> State:
@@ -488,14 +480,14 @@ class Simulation:
     def _save_checkpoint(self) -> None:
         self._x_checkpoint[:] = self._x
         self._v_checkpoint[:] = self._v
-        self._checkpoint_clock = (self.time, self.step_count)
+        self._checkpoint_clock = (self._state.time, self._state.step_count)
 
     def _recover(self, good_steps: int, max_speed_sq: float) -> None:
         """Back to the checkpoint, replay the steps that were finite, then raise."""
         failed_step, failed_time = self.step_count, self.time
         self._x[:] = self._x_checkpoint
         self._v[:] = self._v_checkpoint
-        self.time, self.step_count = self._checkpoint_clock
+        self._state.time, self._state.step_count = self._checkpoint_clock
         for _ in range(good_steps):
             self._advance()
         if math.isfinite(max_speed_sq):
@@ -513,8 +505,7 @@ class Simulation:
         self._grabbed = None
         self._refresh_fixed()
         self._v[self._pinned] = 0.0
-        self.time = 0.0
-        self.step_count = 0
+        self._state.time, self._state.step_count = 0.0, 0
         for integrator in self._integrators.values():
             integrator.stats = SolverStats()
 

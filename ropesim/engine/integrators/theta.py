@@ -63,8 +63,7 @@ def _theta_rhs(f, external, has_external, mass, gravity, stiff_v, fixed, dt, the
 @njit(cache=True)
 def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
     """v1 = v0 + dv, x1 = x0 + dt (v0 + theta dv), then drag; returns max |v|^2."""
-    max_speed_sq = 0.0
-    bad = 0.0
+    max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
     for i in range(x.shape[0]):
         if fixed[i]:
             hold(v, i, 0.0)

@@ -36,8 +36,7 @@ def _verlet_first_half(x, v, f, inv_mass, fixed, gravity, dt):
 def _verlet_second_half(v, f, inv_mass, fixed, gravity, dt, damp_factor):
     """v += dt/2 a1 (second half kick) and drag; returns max |v|^2."""
     half = 0.5 * dt
-    max_speed_sq = 0.0
-    bad = 0.0
+    max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
     for i in range(v.shape[0]):
         if fixed[i]:
             hold(v, i, 0.0)

@@ -42,13 +42,17 @@ class GridLayout:
         return f"GridLayout({self.rows}x{self.cols}, offsets={self.offsets})"
 
 
-def _grid_layout_for(a: np.ndarray, b: np.ndarray, rows: int, cols: int):
+def grid_offsets(a: np.ndarray, b: np.ndarray, cols: int) -> tuple[np.ndarray, ...]:
+    """For node pairs (a, b) of a grid with rows of ``cols``: the lower end (the earlier
+    row, or column in the same row) and the offset (dr >= 0, dc) to the other end."""
     ra, ca = np.divmod(a, cols)
     rb, cb = np.divmod(b, cols)
     swap = (rb < ra) | ((rb == ra) & (cb < ca))
-    lo = np.where(swap, b, a)
-    dr = np.abs(rb - ra)
-    dc = np.where(swap, ca - cb, cb - ca)
+    return np.where(swap, b, a), np.abs(rb - ra), np.where(swap, ca - cb, cb - ca)
+
+
+def _grid_layout_for(a: np.ndarray, b: np.ndarray, rows: int, cols: int):
+    lo, dr, dc = grid_offsets(a, b, cols)
     if dr.max(initial=0) > GRID_MAX_OFFSET or np.abs(dc).max(initial=0) > GRID_MAX_OFFSET:
         return None
     m = a.shape[0]
@@ -119,33 +123,24 @@ def grid_load_row(q, x, v, X, V, F, cols, window, external, has_external):
     structure-of-arrays, and start that slot of the force window F at zero, or at the
     row of ``external`` (n, 3: the attached forces, N) when has_external."""
     s = q % window
-    xr = x[q * cols:(q + 1) * cols].reshape(-1)  # flat rows: a constant stride of 3
-    vr = v[q * cols:(q + 1) * cols].reshape(-1)
-    Xs0 = X[s, 0]
-    Xs1 = X[s, 1]
-    Xs2 = X[s, 2]
-    Vs0 = V[s, 0]
-    Vs1 = V[s, 1]
-    Vs2 = V[s, 2]
-    for j in range(cols):
-        Xs0[j] = xr[3 * j]
-        Xs1[j] = xr[3 * j + 1]
-        Xs2[j] = xr[3 * j + 2]
-    for j in range(cols):
-        Vs0[j] = vr[3 * j]
-        Vs1[j] = vr[3 * j + 1]
-        Vs2[j] = vr[3 * j + 2]
+    _transpose_row(x, q, cols, X[s])
+    _transpose_row(v, q, cols, V[s])
     if has_external:
-        er = external[q * cols:(q + 1) * cols].reshape(-1)
-        F0 = F[s, 0]
-        F1 = F[s, 1]
-        F2 = F[s, 2]
-        for j in range(cols):
-            F0[j] = er[3 * j]
-            F1[j] = er[3 * j + 1]
-            F2[j] = er[3 * j + 2]
+        _transpose_row(external, q, cols, F[s])
     else:
         F[s] = 0.0
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _transpose_row(a, q, cols, out):
+    """out[d, j] = a[q * cols + j, d]: grid row q of an (n, 3) array into a (3, >= cols)
+    window slot, one contiguous loop per component."""
+    flat = a[q * cols:(q + 1) * cols].reshape(-1)  # flat rows: a constant stride of 3
+    out0, out1, out2 = out[0], out[1], out[2]
+    for j in range(cols):
+        out0[j] = flat[3 * j]
+        out1[j] = flat[3 * j + 1]
+        out2[j] = flat[3 * j + 2]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
@@ -155,24 +150,15 @@ def grid_spring_row(X, V, T, k, c, rest, sa, sb, dc, c0, c1, first, tiny, one):
     on their first end, into T[:, c0:c1]; spring parameters from index ``first`` on.
 
     Same arithmetic as ``forces.springs.spring_forces`` (a spring shorter than
-    MIN_LENGTH = tiny exerts nothing). ``one`` and ``tiny`` carry the state's dtype so float32 stays float32.
+    MIN_LENGTH = tiny exerts nothing). ``one`` and ``tiny`` carry the state's dtype so
+    float32 stays float32.
     """
     n = c1 - c0
-    Xa0 = X[sa, 0, c0:c1]
-    Xa1 = X[sa, 1, c0:c1]
-    Xa2 = X[sa, 2, c0:c1]
-    Xb0 = X[sb, 0, c0 + dc:c1 + dc]
-    Xb1 = X[sb, 1, c0 + dc:c1 + dc]
-    Xb2 = X[sb, 2, c0 + dc:c1 + dc]
-    Va0 = V[sa, 0, c0:c1]
-    Va1 = V[sa, 1, c0:c1]
-    Va2 = V[sa, 2, c0:c1]
-    Vb0 = V[sb, 0, c0 + dc:c1 + dc]
-    Vb1 = V[sb, 1, c0 + dc:c1 + dc]
-    Vb2 = V[sb, 2, c0 + dc:c1 + dc]
-    T0 = T[0, c0:c1]
-    T1 = T[1, c0:c1]
-    T2 = T[2, c0:c1]
+    Xa0, Xa1, Xa2 = _columns(X[sa], c0, c1)
+    Xb0, Xb1, Xb2 = _columns(X[sb], c0 + dc, c1 + dc)
+    Va0, Va1, Va2 = _columns(V[sa], c0, c1)
+    Vb0, Vb1, Vb2 = _columns(V[sb], c0 + dc, c1 + dc)
+    T0, T1, T2 = _columns(T, c0, c1)
     ks = k[first:first + n]
     cs = c[first:first + n]
     rs = rest[first:first + n]
@@ -191,6 +177,12 @@ def grid_spring_row(X, V, T, k, c, rest, sa, sb, dc, c0, c1, first, tiny, one):
         T0[j] = mag * nx
         T1[j] = mag * ny
         T2[j] = mag * nz
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _columns(slot, lo, hi):
+    """The three component rows of a (3, width) window slot, columns [lo, hi)."""
+    return slot[0, lo:hi], slot[1, lo:hi], slot[2, lo:hi]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")

@@ -213,12 +213,13 @@ def grid_implicit_blocks(x, v, cols, gblocks, pblocks, alpha, beta, X, V, P, S, 
     x, v (n, 3): state, m and m/s (float32 or float64); cols: row length; gblocks:
     GridLayout.blocks; pblocks: padded_edges of its offsets; alpha = (theta dt)^2 in s^2,
     beta = theta dt in s. Scratch from grid_implicit_scratch: X, V, P (the spring
-    parameters k N/m, c N*s/m, rest m per edge slot, from grid_spring_params), S, T. Out: force (N), kv, kv_clamped (Ks_graph v, exact and clamped,
-    N/s), each (3, n + GRID_PAD), pads zero; b_exact, b_clamped (COMPACT_ROWS,
-    E + GRID_PAD): alpha Ks + beta c n n^T per padded edge slot, compact (see above),
-    zero in slots without a spring. All in float64
-    (the blocks stored in their arrays' dtype), same formulas as stiffness_blocks,
-    system_product and spring_forces; per-node sums run offset block by offset block.
+    parameters k N/m, c N*s/m, rest m per edge slot, from grid_spring_params), S, T.
+    Out: force (N), kv, kv_clamped (Ks_graph v, exact and clamped, N/s), each
+    (3, n + GRID_PAD), pads zero; b_exact, b_clamped (COMPACT_ROWS, E + GRID_PAD):
+    alpha Ks + beta c n n^T per padded edge slot, compact (see above), zero in slots
+    without a spring. All in float64 (the blocks stored in their arrays' dtype), same
+    formulas as stiffness_blocks, system_product and spring_forces; per-node sums run
+    offset block by offset block.
     """
     n = x.shape[0]
     C = GRID_CHUNK

@@ -1,10 +1,11 @@
 """The fused Euler sweeps: forces, update and max speed in one kernel per step.
 
 explicit_euler and symplectic_euler run one fused kernel per step (forces, update and
-max speed in one call, no allocation), picked once per system by the Euler integrators (integrators/euler.py):
+max speed in one call, no allocation), picked once per system by the Euler integrators
+(integrators/euler.py):
 
-- grid: the springs form a structured grid (kernels.grid.grid_layout, e.g. every cloth from
-  builders.cloth). The grid is swept row by row; each row of x and v is read once
+- grid: the springs form a structured grid (kernels.grid.grid_layout, e.g. every cloth
+  from builders.cloth). The grid is swept row by row; each row of x and v is read once
   into a small structure-of-arrays window of max_dr + 1 rows, the springs of a row
   are evaluated on contiguous (SIMD) rows, their forces are added into the window,
   and a row is integrated and written back as soon as no later spring touches it.
@@ -42,8 +43,7 @@ _FAST = {"nsz", "contract"}  # no 'nnan'/'ninf': the NaN check on the speed must
 @njit(cache=True)
 def euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor):
     """One explicit or symplectic Euler update from forces f; returns max |v|^2."""
-    max_speed_sq = 0.0
-    bad = 0.0
+    max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
     for i in range(x.shape[0]):
         if fixed[i]:
             hold(v, i, 0.0)
@@ -60,6 +60,17 @@ def euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor)
             v[i, d] *= damp_factor
         max_speed_sq, bad = track_speed(v, i, max_speed_sq, bad, 0.0)
     return speed_result(max_speed_sq, bad)
+
+
+@njit(cache=True, inline="always")
+def _combine(results, count):
+    """The step's max |v|^2 (or NaN) from the (max |v|^2, NaN check) of count parts."""
+    max_sq = results[0, 0]
+    bad = results[0, 1]
+    for t in range(1, count):
+        max_sq = max(max_sq, results[t, 0])
+        bad += results[t, 1]
+    return speed_result(max_sq, bad)
 
 
 @njit(cache=True, inline="always")
@@ -87,15 +98,9 @@ def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, sympl
     g1 = gravity[1]
     g2 = gravity[2]
     zero = one - one
-    X0 = X[s, 0]
-    X1 = X[s, 1]
-    X2 = X[s, 2]
-    V0 = V[s, 0]
-    V1 = V[s, 1]
-    V2 = V[s, 2]
-    F0 = F[s, 0]
-    F1 = F[s, 1]
-    F2 = F[s, 2]
+    X0, X1, X2 = X[s, 0], X[s, 1], X[s, 2]
+    V0, V1, V2 = V[s, 0], V[s, 1], V[s, 2]
+    F0, F1, F2 = F[s, 0], F[s, 1], F[s, 2]
     xr = x[base:base + cols].reshape(-1)  # flat rows: a constant stride of 3
     vr = v[base:base + cols].reshape(-1)
     wr = inv_mass[base:base + cols]
@@ -233,12 +238,7 @@ def grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, 
                           external, has_external)
         results[t, 0] = m
         results[t, 1] = b
-    max_sq = results[0, 0]
-    bad = results[0, 1]
-    for t in range(1, nb):
-        max_sq = max(max_sq, results[t, 0])
-        bad += results[t, 1]
-    return speed_result(max_sq, bad)
+    return _combine(results, nb)
 
 
 @njit(cache=True)
@@ -338,11 +338,6 @@ def coloured_euler_parallel(x, v, spring_a, spring_b, rest, k, c, f, order, star
                              dt, symplectic, damp, one)
         results[t, 0] = m
         results[t, 1] = b
-    max_sq = results[0, 0]
-    bad = results[0, 1]
-    for t in range(1, n_chunks):
-        max_sq = max(max_sq, results[t, 0])
-        bad += results[t, 1]
-    return speed_result(max_sq, bad)
+    return _combine(results, n_chunks)
 
 

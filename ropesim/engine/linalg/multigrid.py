@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..kernels.grid import grid_offsets
 from ..kernels.grid_implicit import COMPACT_ROWS, GRID_PAD, grid_apply, padded_edges
 from .cg import CONVERGED, MAX_ITERATIONS, NEGATIVE_CURVATURE, STOPPED
 
@@ -66,12 +67,7 @@ class GridMultigrid:
             hi = np.minimum(np.concatenate(hi_list), r * c - 1)
             valid = np.concatenate(valid_list)
             ia, ib = agg[lo], agg[hi]
-            ra, ca = np.divmod(ia, cc)
-            rb, cb = np.divmod(ib, cc)
-            swap = (rb < ra) | ((rb == ra) & (cb < ca))
-            lower = np.where(swap, ib, ia)
-            dR = np.abs(rb - ra)
-            dC = np.where(swap, ca - cb, cb - ca)
+            lower, dR, dC = grid_offsets(ia, ib, cc)
             cross = valid & (ia != ib)
             coarse_offs = sorted({(int(a), int(b)) for a, b in zip(dR[cross], dC[cross])})
             cpb = padded_edges(rc, cc, coarse_offs)
