@@ -151,9 +151,9 @@ def test_any_band_split_gives_the_serial_bits(bands):
     x0, v0 = x.copy(), v.copy()
     path.bands(8)
     none = np.zeros((0, 3), np.float32)  # no attached forces
-    common = (d.stiffness, d.damping, d.rest_lengths, d.inv_mass, d.fixed, d.gravity,
-              t(1 / 600), t(1.0), t(1e-12), t(1.0), True, path.rows, path.cols, path.blocks,
-              path.max_dr, path.windows, path.temps, path.speeds, path.speed_bits, none, False)
+    step = sweeps.StepScalars(t(1 / 600), t(1.0), t(1e-12), t(1.0), True)
+    params = (d.stiffness, d.damping, d.rest_lengths, d.inv_mass, d.fixed, d.gravity)
+    common = (*params, *step, *path.sweep, none, False)
     ref = sweeps.grid_euler(x, v, *common)
     x1, v1 = x.copy(), v.copy()
     x[:], v[:] = x0, v0

@@ -23,7 +23,8 @@ from ..kernels.colouring import edge_colouring
 from ..kernels.grid import GridLayout
 from ..kernels.particles import MIN_LENGTH
 from ..kernels.sweeps import (
-    coloured_euler, coloured_euler_parallel, grid_euler, grid_euler_parallel, plain_euler,
+    GridSweep, coloured_euler, coloured_euler_parallel, grid_euler, grid_euler_parallel,
+    plain_euler,
 )
 from ..state import Model, State
 from .base import Integrator, register_integrator
@@ -63,7 +64,7 @@ class ColouredPath:
         self.order, self.starts = order, starts
         self.colours = starts.shape[0] - 1
         self.chooser = parallel.Chooser()
-        self._type = model.dtype.type
+        self.scalars = _Scalars(model.dtype)
         n = model.n_particles
         self.force = np.zeros((n, 3), model.dtype)
         self.chunks = np.linspace(0, n, 65).astype(np.int64)  # fixed: result independent
@@ -71,12 +72,12 @@ class ColouredPath:
 
     def euler(self, model: Model, state: State, dt: float, symplectic: bool,
               external: np.ndarray, has_external: bool) -> float:
-        t = self._type
         p = model.params
+        dt_t, damp, tiny, one = self.scalars.get(model, dt)
         args = (state.x, state.v, model.spring_a, model.spring_b, p.rest_lengths, p.stiffness,
                 p.damping, self.force, self.order, self.starts, p.inv_mass, p.fixed,
-                model.gravity(), t(dt), symplectic, t(model.damp_factor(dt)), t(MIN_LENGTH),
-                t(1.0), self.chunks, self.results, external, has_external)
+                model.gravity(), dt_t, symplectic, damp, tiny, one, self.chunks, self.results,
+                external, has_external)
         use_parallel = self.chooser.parallel() and parallel.threads() > 1
         start = time.perf_counter()
         if use_parallel:
@@ -87,6 +88,24 @@ class ColouredPath:
         return float(result)
 
 
+class _Scalars:
+    """(dt, exp(-drag dt), MIN_LENGTH, 1) in the state's dtype for the last (dt, drag
+    factor): the float scalars of kernels.sweeps.StepScalars, made again on a change."""
+
+    def __init__(self, dtype: np.dtype):
+        self._type = dtype.type
+        self._key: tuple | None = None
+        self._value: tuple = ()
+
+    def get(self, model: Model, dt: float) -> tuple:
+        damp = model.damp_factor(dt)
+        if (dt, damp) != self._key:
+            t = self._type
+            self._key = (dt, damp)
+            self._value = (t(dt), t(damp), t(MIN_LENGTH), t(1.0))
+        return self._value
+
+
 class GridPath:
     """Structured-grid sweep: serial, or in bands of rows in parallel, identical results."""
 
@@ -95,9 +114,8 @@ class GridPath:
     def __init__(self, model: Model, layout: GridLayout):
         self.layout = layout
         self.rows, self.cols = layout.rows, layout.cols
-        self.blocks = layout.blocks
-        self.max_dr = layout.max_dr
-        self._type = model.dtype.type
+        self.blocks, self.max_dr = layout.blocks, layout.max_dr
+        self.scalars = _Scalars(model.dtype)
         self._dtype = model.dtype
         self.chooser = parallel.Chooser()
         self.can_parallel = model.n_springs >= PARALLEL_MIN_SPRINGS and self.rows >= 16
@@ -116,6 +134,12 @@ class GridPath:
         self.speed_bits = np.zeros((bands, self.cols), bits)
         self.speeds = self.speed_bits.view(self._dtype)  # the same memory, as floats
         self.results = np.zeros((bands, 2), self._dtype)
+
+    @property
+    def sweep(self) -> GridSweep:
+        """The layout and scratch as the sweep kernels take them (field by field)."""
+        return GridSweep(self.rows, self.cols, self.blocks, self.max_dr, self.windows,
+                         self.temps, self.speeds, self.speed_bits)
 
     def bands(self, threads: int) -> np.ndarray:
         """Row bands for ``threads`` threads (bands[t]:bands[t + 1]), scratch sized."""
@@ -138,9 +162,8 @@ class GridPath:
             threads = parallel.threads()
         if threads > 1:
             bands = self.bands(threads)  # (re)sizes the scratch: before reading it
-        t = self._type
         p = model.params
-        dt_t, damp, tiny, one = t(dt), t(model.damp_factor(dt)), t(MIN_LENGTH), t(1.0)
+        dt_t, damp, tiny, one = self.scalars.get(model, dt)
         common = (p.stiffness, p.damping, p.rest_lengths, p.inv_mass, p.fixed, model.gravity(),
                   dt_t, damp, tiny, one, symplectic, self.rows, self.cols, self.blocks,
                   self.max_dr, self.windows, self.temps, self.speeds, self.speed_bits,

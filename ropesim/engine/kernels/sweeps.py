@@ -29,6 +29,8 @@ so with the default force list (has_external false) nothing else changes.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -37,6 +39,52 @@ from .grid import grid_accumulate, grid_load_row, grid_spring_row
 from .particles import add_pair, hold, spring_magnitude, spring_vector, speed_result, track_speed
 
 _FAST = {"nsz", "contract"}  # no 'nnan'/'ninf': the NaN check on the speed must stay
+
+
+# The kernels called from Python take their arrays one by one: a numba call types every
+# argument, and a namedtuple argument costs about 1 us more to type than its arrays (a
+# few percent of a 64 x 64 cloth step). Inside, the sweep's arguments travel as the
+# bundles below (made in numba, at no cost).
+
+
+class SweepParams(NamedTuple):
+    """The parameters the particle update and the springs read (state.Params' arrays):
+    stiffness (m,) N/m, damping (m,) N*s/m, rest_lengths (m,) m, inv_mass (n,) 1/kg,
+    fixed (n,) uint8, gravity (3,) m/s^2."""
+
+    stiffness: np.ndarray
+    damping: np.ndarray
+    rest_lengths: np.ndarray
+    inv_mass: np.ndarray
+    fixed: np.ndarray
+    gravity: np.ndarray
+
+
+class StepScalars(NamedTuple):
+    """The scalars of one Euler step, in the state's dtype: dt (s), damp = exp(-drag dt),
+    tiny = MIN_LENGTH (m), one = 1; symplectic (bool): symplectic or explicit Euler."""
+
+    dt: float
+    damp: float
+    tiny: float
+    one: float
+    symplectic: bool
+
+
+class GridSweep(NamedTuple):
+    """Layout and scratch of the grid sweep (made by integrators.euler.GridPath): rows,
+    cols, blocks (GridLayout.blocks), max_dr, and per band the row windows (bands, 3,
+    max_dr + 1, 3, width), temps (bands, 3, width), speeds and their integer view
+    speed_bits (bands, cols)."""
+
+    rows: int
+    cols: int
+    blocks: np.ndarray
+    max_dr: int
+    windows: np.ndarray
+    temps: np.ndarray
+    speeds: np.ndarray
+    speed_bits: np.ndarray
 
 
 
@@ -149,20 +197,23 @@ def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, sympl
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST | {"reassoc"})
-def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, damp,
-               tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps, speeds,
-               speed_bits, external, has_external):
+def _grid_band(band, r0, r1, x, v, gx, gv, params, step, grid, external, has_external):
     """One Euler step of grid rows [r0, r1) (a band); rows outside it are read from the
-    boundary copies gx, gv. Returns (max |v|^2, 0 or NaN) of the band.
+    boundary copies gx, gv. params: SweepParams, step: StepScalars, grid: GridSweep.
+    Returns (max |v|^2, 0 or NaN) of the band.
 
     The row kernels are inlined here (one call per band: no per-row call overhead)."""
+    k, c, rest = params.stiffness, params.damping, params.rest_lengths
+    inv_mass, fixed, gravity = params.inv_mass, params.fixed, params.gravity
+    dt, damp, tiny, one, symplectic = step
+    rows, cols, blocks, max_dr = grid.rows, grid.cols, grid.blocks, grid.max_dr
     window = max_dr + 1
-    X = windows[band, 0]
-    V = windows[band, 1]
-    F = windows[band, 2]
-    T = temps[band]
-    S = speeds[band]
-    Sb = speed_bits[band]
+    X = grid.windows[band, 0]
+    V = grid.windows[band, 1]
+    F = grid.windows[band, 2]
+    T = grid.temps[band]
+    S = grid.speeds[band]
+    Sb = grid.speed_bits[band]
     lo = max(0, r0 - max_dr)
     loaded = lo
     zero = one - one
@@ -203,11 +254,14 @@ def _grid_band(band, r0, r1, x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity,
 def grid_euler(x, v, k, c, rest, inv_mass, fixed, gravity, dt, damp, tiny, one,
                symplectic, rows, cols, blocks, max_dr, windows, temps, speeds, speed_bits,
                external, has_external):
-    """Serial grid Euler step (one band: all rows); returns max |v|^2 (NaN if not finite)."""
+    """Serial grid Euler step (one band: all rows); returns max |v|^2 (NaN if not finite).
+    The arguments are the fields of SweepParams, StepScalars and GridSweep, then
+    external (n, 3) N: the attached forces, used when has_external."""
+    params = SweepParams(k, c, rest, inv_mass, fixed, gravity)
+    step = StepScalars(dt, damp, tiny, one, symplectic)
+    grid = GridSweep(rows, cols, blocks, max_dr, windows, temps, speeds, speed_bits)
     first = rows - rows  # band 0 from row 0, as plain int64 (no literal specialisation)
-    max_sq, bad = _grid_band(first, first, rows, x, v, x, v, k, c, rest, inv_mass, fixed,
-                             gravity, dt, damp, tiny, one, symplectic, rows, cols, blocks,
-                             max_dr, windows, temps, speeds, speed_bits, external,
+    max_sq, bad = _grid_band(first, first, rows, x, v, x, v, params, step, grid, external,
                              has_external)
     return speed_result(max_sq, bad)
 
@@ -224,7 +278,11 @@ def _copy_rows(src, dst, lo, hi):
 def grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, damp,
                         tiny, one, symplectic, rows, cols, blocks, max_dr, windows, temps,
                         speeds, speed_bits, external, has_external, bands, results):
-    """Parallel grid Euler step: one band of rows per task, bands[t]:bands[t + 1]."""
+    """Parallel grid Euler step: one band of rows per task, bands[t]:bands[t + 1]; gx, gv:
+    copies of the boundary rows; the other arguments as grid_euler's."""
+    params = SweepParams(k, c, rest, inv_mass, fixed, gravity)
+    step = StepScalars(dt, damp, tiny, one, symplectic)
+    grid = GridSweep(rows, cols, blocks, max_dr, windows, temps, speeds, speed_bits)
     nb = bands.shape[0] - 1
     for t in range(1, nb):  # copies of the rows either side of each band boundary
         lo = max(0, bands[t] - max_dr) * cols
@@ -232,10 +290,8 @@ def grid_euler_parallel(x, v, gx, gv, k, c, rest, inv_mass, fixed, gravity, dt, 
         _copy_rows(x, gx, lo, hi)
         _copy_rows(v, gv, lo, hi)
     for t in prange(nb):
-        m, b = _grid_band(np.int64(t), bands[t], bands[t + 1], x, v, gx, gv, k, c, rest,
-                          inv_mass, fixed, gravity, dt, damp, tiny, one, symplectic, rows,
-                          cols, blocks, max_dr, windows, temps, speeds, speed_bits,
-                          external, has_external)
+        m, b = _grid_band(np.int64(t), bands[t], bands[t + 1], x, v, gx, gv, params, step,
+                          grid, external, has_external)
         results[t, 0] = m
         results[t, 1] = b
     return _combine(results, nb)
@@ -310,7 +366,9 @@ def _update_range(lo, hi, x, v, f, inv_mass, fixed, gravity, dt, symplectic, dam
 def coloured_euler(x, v, spring_a, spring_b, rest, k, c, f, order, starts, inv_mass,
                    fixed, gravity, dt, symplectic, damp, tiny, one, chunks, results, external,
                    has_external):
-    """Serial edge-coloured Euler step: the same order of sums as the parallel one."""
+    """Serial edge-coloured Euler step: the same order of sums as the parallel one.
+    f (n, 3) scratch; springs order[starts[q]:starts[q + 1]] form colour q; chunks,
+    results: the parallel version's particle split (see StepScalars for the scalars)."""
     start_forces(f, external, has_external, 0, f.shape[0])
     _apply_springs(0, order.shape[0], order, x, v, spring_a, spring_b, rest, k, c, f, tiny,
                    one)
@@ -323,7 +381,8 @@ def coloured_euler(x, v, spring_a, spring_b, rest, k, c, f, order, starts, inv_m
 def coloured_euler_parallel(x, v, spring_a, spring_b, rest, k, c, f, order, starts,
                             inv_mass, fixed, gravity, dt, symplectic, damp, tiny, one,
                             chunks, results, external, has_external):
-    """Parallel edge-coloured Euler step: within a colour no two springs share a particle."""
+    """Parallel edge-coloured Euler step: within a colour no two springs share a particle.
+    The arguments as coloured_euler's."""
     n_chunks = chunks.shape[0] - 1
     for t in prange(n_chunks):
         start_forces(f, external, has_external, chunks[t], chunks[t + 1])
