@@ -8,6 +8,7 @@ array that every kernel path takes as an input, and the implicit integrators tre
 ones with Jacobian products implicitly.
 """
 
+from ..kernels.particles import MIN_LENGTH
 from .base import Force
 from .drag import Drag
 from .gravity import Gravity, gravity_energy
@@ -20,7 +21,8 @@ from .springs import (
 DEFAULT_FORCES = (SpringForces, Gravity, Drag)
 
 __all__ = [
-    "Force", "SpringForces", "Gravity", "Drag", "DEFAULT_FORCES", "add_spring_forces",
+    "Force", "SpringForces", "Gravity", "Drag", "DEFAULT_FORCES", "MIN_LENGTH",
+    "add_spring_forces",
     "spring_forces", "spring_energy", "spring_strain", "stiffness_blocks", "system_product",
     "system_diagonal", "gravity_energy",
 ]

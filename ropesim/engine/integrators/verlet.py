@@ -13,8 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..forces.springs import add_spring_forces
-from ..kernels.particles import hold, speed_result, track_speed
-from ..kernels.sweeps import start_forces
+from ..kernels.sweeps import KICK, euler_update, start_forces
 from ..state import Model, State
 from .base import Integrator, register_integrator
 
@@ -30,22 +29,6 @@ def _verlet_first_half(x, v, f, inv_mass, fixed, gravity, dt):
         for d in range(3):
             v[i, d] += half * (f[i, d] * w + gravity[d])
             x[i, d] += dt * v[i, d]
-
-
-@njit(cache=True)
-def _verlet_second_half(v, f, inv_mass, fixed, gravity, dt, damp_factor):
-    """v += dt/2 a1 (second half kick) and drag; returns max |v|^2."""
-    half = 0.5 * dt
-    max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
-    for i in range(v.shape[0]):
-        if fixed[i]:
-            hold(v, i, 0.0)
-            continue
-        w = inv_mass[i]
-        for d in range(3):
-            v[i, d] = (v[i, d] + half * (f[i, d] * w + gravity[d])) * damp_factor
-        max_speed_sq, bad = track_speed(v, i, max_speed_sq, bad, 0.0)
-    return speed_result(max_speed_sq, bad)
 
 
 @njit(cache=True)
@@ -79,5 +62,6 @@ class Verlet(Integrator):
         end = self._end
         end.x, end.v, end.time, end.step_count = state.x, state.v, state.time + dt, state.step_count
         self._forces(end)  # at x1, with the half-step velocity for the dampers
-        return _verlet_second_half(state.v, self.force, p.inv_mass, p.fixed, gravity, dt,
-                                   m.damp_factor(dt))
+        # v += dt/2 a1 (the second half kick) and drag; returns max |v|^2
+        return euler_update(state.x, state.v, self.force, p.inv_mass, p.fixed, gravity,
+                            0.5 * dt, KICK, m.damp_factor(dt))

@@ -88,9 +88,15 @@ class GridSweep(NamedTuple):
 
 
 
+#: euler_update modes: x += dt v before the kick, after it, or not at all
+EXPLICIT, SYMPLECTIC, KICK = 0, 1, 2
+
+
 @njit(cache=True)
-def euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor):
-    """One explicit or symplectic Euler update from forces f; returns max |v|^2."""
+def euler_update(x, v, f, inv_mass, fixed, gravity, dt, mode, damp_factor):
+    """v += dt a with a = f / m + g, then v *= damp_factor, on the free particles; x moves
+    by dt v before the kick (mode EXPLICIT: explicit Euler), after it (SYMPLECTIC) or not
+    (KICK: Verlet's second half kick). Fixed particles get v = 0. Returns max |v|^2."""
     max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
     for i in range(x.shape[0]):
         if fixed[i]:
@@ -99,12 +105,14 @@ def euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor)
         w = inv_mass[i]
         for d in range(3):
             accel = f[i, d] * w + gravity[d]
-            if symplectic:
-                v[i, d] += dt * accel
+            if mode == KICK:  # one rounding to the state's dtype
+                v[i, d] = (v[i, d] + dt * accel) * damp_factor
+                continue
+            if mode == EXPLICIT:
                 x[i, d] += dt * v[i, d]
-            else:
+            v[i, d] += dt * accel
+            if mode == SYMPLECTIC:
                 x[i, d] += dt * v[i, d]
-                v[i, d] += dt * accel
             v[i, d] *= damp_factor
         max_speed_sq, bad = track_speed(v, i, max_speed_sq, bad, 0.0)
     return speed_result(max_speed_sq, bad)
@@ -303,7 +311,8 @@ def plain_euler(x, v, spring_a, spring_b, rest, k, c, f, inv_mass, fixed, gravit
     """The spring forces (in spring order) then euler_update, in one call."""
     start_forces(f, external, has_external, 0, f.shape[0])
     add_spring_forces(x, v, spring_a, spring_b, rest, k, c, f)
-    return euler_update(x, v, f, inv_mass, fixed, gravity, dt, symplectic, damp_factor)
+    mode = SYMPLECTIC if symplectic else EXPLICIT
+    return euler_update(x, v, f, inv_mass, fixed, gravity, dt, mode, damp_factor)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
