@@ -44,16 +44,15 @@ def explicit(p: dict) -> dict:
     steps, budget = int(p.get("steps", 1000)), float(p.get("budget", 2.0))
     out = {"impl": impl, "n": n}
     if impl.startswith("ropesim"):
-        from ropesim.engine import integrators, parallel
+        from ropesim.engine import parallel
         from ropesim.engine.simulation import Simulation
 
         dtype = np.float64 if impl == "ropesim-f64" else np.float32
         if impl == "ropesim-f32-serial":
             parallel.set_mode("serial")
-        if impl == "ropesim-f32-general":
-            integrators.GRID_PATH = False
+        grid_kernels = impl != "ropesim-f32-general"
         t0 = time.perf_counter()
-        sim = Simulation(cloth_system(n), dt=DT, dtype=dtype)
+        sim = Simulation(cloth_system(n), dt=DT, dtype=dtype, grid_kernels=grid_kernels)
         t1 = time.perf_counter()
         sim.step()
         t2 = time.perf_counter()
@@ -69,7 +68,7 @@ def explicit(p: dict) -> dict:
         sim.step(calls)
         out["batch"] = calls / (time.perf_counter() - t)
         out["steps_timed"] = calls
-        path = sim._data.explicit_path()
+        path = sim.integrator_object.path()
         out["path"] = path.kind
         chooser = getattr(path, "chooser", None)
         if chooser is not None and getattr(path, "can_parallel", True):
@@ -192,7 +191,7 @@ def implicit(p: dict) -> dict:
     out["fallback_steps"] = stats.fallback_steps
     out["be_finite"] = bool(np.all(np.isfinite(sim.positions)))
     out["be_y_mean"] = float(sim.positions[:, 1].mean())
-    out["be_concurrent_steps"] = sim._data.implicit_path().concurrent_steps
+    out["be_concurrent_steps"] = sim.integrator_object.grid_solver().concurrent_steps
     # accuracy (not timed): the same second solved to 1e-10, and the explicit reference
     tight = rs.Simulation(system, dt=1 / 60, integrator="backward_euler", dtype=dtype,
                           cg_tolerance=1e-10)
@@ -311,7 +310,7 @@ def loaded(p: dict) -> dict:
         sim.step()
     calls, secs = _timed_loop(sim.step, 10 ** 9, float(p.get("budget", 3.0)))
     out = {"n": n, "mode": mode, "per_call": calls / secs, "threading": parallel.info()}
-    chooser = getattr(sim._data.explicit_path(), "chooser", None)
+    chooser = getattr(sim.integrator_object.path(), "chooser", None)
     if chooser is not None and mode == "auto":
         out["chooser"] = repr(chooser)
         out["parallel_share"] = chooser.calls[1] / max(1, sum(chooser.calls))

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ropesim as rs  # noqa: E402
-from ropesim.engine import forces  # noqa: E402
+from ropesim.engine.kernels import grid_implicit  # noqa: E402
 from workload import stiff_cloth_system  # noqa: E402
 
 
@@ -64,26 +64,29 @@ def main() -> None:
     system, _ = stiff_cloth_system(args.size)
     sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler")
     sim.step(5)
-    d, g = sim._data, sim._data.implicit_path()
+    g = sim.integrator_object.grid_solver()
+    p, x, v = sim.params, sim.positions, sim.velocities
+    spring_a, spring_b = (np.ascontiguousarray(sim.system.springs[:, e], dtype=np.int32)
+                          for e in (0, 1))
     dt = 1 / 60
     alpha, beta = dt * dt, dt
     outputs = [np.zeros_like(a) for a in (g.force, g.kv, g.kv_clamped, g.b_exact, g.b_clamped)]
 
     def new():
-        forces.grid_implicit_blocks(d.x, d.v, d.k, d.c, d.rest, g.cols, g.gblocks, g.pblocks,
-                                    alpha, beta, *g.scratch, *outputs)
+        grid_implicit.grid_implicit_blocks(x, v, g.cols, g.gblocks, g.pblocks, alpha, beta,
+                                           *g.scratch, *outputs)
 
     calls = {"grid_implicit_blocks": new}
     if args.old:
         old = load_old(args.old)
-        layout = d.grid()
+        layout = sim.integrator_object.model.grid()
         slots = old.spring_slots(layout, g.pblocks)
-        order = old.interleaved_order(d.spring_a.shape[0])
+        order = old.interleaved_order(spring_a.shape[0])
         previous = [np.zeros_like(a) for a in outputs]
 
         def before():
-            old.implicit_blocks(d.x, d.v, d.spring_a, d.spring_b, d.rest, d.k, d.c, slots,
-                                order, alpha, beta, *previous)
+            old.implicit_blocks(x, v, spring_a, spring_b, p.rest_lengths, p.stiffness,
+                                p.damping, slots, order, alpha, beta, *previous)
 
         calls[f"implicit_blocks ({args.old})"] = before
         new()
@@ -92,8 +95,8 @@ def main() -> None:
                               outputs, previous):
             print(f"  {name:10s} max |new - old| / max |old| = "
                   f"{np.abs(a - b).max() / np.abs(b).max():.1e}")
-    print(f"{args.size}x{args.size} stiff cloth, {d.spring_a.shape[0]} springs, "
-          f"{d.x.dtype} state")
+    print(f"{args.size}x{args.size} stiff cloth, {spring_a.shape[0]} springs, "
+          f"{x.dtype} state")
     results = {name: [] for name in calls}
     for _ in range(3):  # interleaved, to share the machine's ups and downs
         for name, call in calls.items():

@@ -10,7 +10,11 @@ A numba engine you can script without a window, and a moderngl viewer on top of 
 
 from .engine.builders import BUILDERS, cloth, explicit, random_network, ring, rope, star, triangle
 from .engine.contacts import Ground, Sphere
-from .engine.integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats
+from .engine.forces import DEFAULT_FORCES, Drag, Force, Gravity, SpringForces
+from .engine.integrators import (
+    DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, register_integrator,
+)
+from .engine.state import Changed, Params, State
 from .engine.model import SpringSystem, concatenate
 from .io.trajectory import Trajectory, load_trajectory, record
 from .render.headless import render
@@ -24,7 +28,9 @@ __version__ = _version("ropesim")  # from pyproject.toml, one place
 
 __all__ = [
     "SpringSystem", "concatenate", "Simulation", "SimulationDiverged", "INTEGRATORS",
-    "DEFAULT_INTEGRATOR", "SolverStats", "Ground", "Sphere",
+    "DEFAULT_INTEGRATOR", "SolverStats", "Integrator", "register_integrator", "Force",
+    "SpringForces", "Gravity", "Drag", "DEFAULT_FORCES", "State", "Params", "Changed",
+    "Ground", "Sphere",
     "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
     "record", "Trajectory", "load_trajectory", "render", "wave_experiment", "WaveResult",

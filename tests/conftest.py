@@ -4,17 +4,12 @@ import pytest
 
 
 @pytest.fixture
-def grid_and_general(monkeypatch):
-    """``run(scenario)``: the Simulation ``scenario()`` returns with ropesim's
-    structured-grid kernels, then with them off (spring-list kernels)."""
-    from ropesim.engine import integrators
+def grid_and_general():
+    """``run(scenario)``: the Simulations ``scenario(grid_kernels)`` returns with ropesim's
+    structured-grid kernels (grid_kernels=True), then without them (spring-list kernels)."""
 
     def run(scenario):
-        sims = []
-        for grid in (True, False):
-            monkeypatch.setattr(integrators, "GRID_PATH", grid)
-            sims.append(scenario())
-        return sims
+        return [scenario(grid_kernels) for grid_kernels in (True, False)]
 
     return run
 

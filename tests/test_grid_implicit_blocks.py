@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 import ropesim as rs
-from ropesim.engine.forces import (
-    COMPACT_ROWS, GRID_CHUNK, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch, grid_layout,
-    padded_edges, spring_forces, stiffness_blocks, system_product,
+from ropesim.engine.forces import spring_forces, stiffness_blocks, system_product
+from ropesim.engine.kernels.grid import grid_layout
+from ropesim.engine.kernels.grid_implicit import (
+    COMPACT_ROWS, GRID_CHUNK, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch,
+    grid_spring_params, padded_edges,
 )
 
 ALPHA, BETA = (1 / 60) ** 2, 1 / 60  # backward Euler at dt = 1/60 s
@@ -50,9 +52,11 @@ class Case:
         self.out += [np.zeros((COMPACT_ROWS, self.edges + GRID_PAD), op) for _ in range(2)]
 
     def run(self):
-        grid_implicit_blocks(self.x, self.v, self.k, self.c, self.rest, self.layout.cols,
-                             self.layout.blocks, self.pblocks, ALPHA, BETA, *self.scratch,
-                             *self.out)
+        # the parameters per edge slot, as the integrator refreshes them after an edit
+        grid_spring_params(self.k, self.c, self.rest, self.layout.cols, self.layout.blocks,
+                           self.pblocks, self.scratch[2])
+        grid_implicit_blocks(self.x, self.v, self.layout.cols, self.layout.blocks,
+                             self.pblocks, ALPHA, BETA, *self.scratch, *self.out)
         return self.out
 
     def reference(self):
@@ -179,25 +183,30 @@ def test_chunk_size_is_covered():
 def _simulations(grid_and_general, edit):
     system = rs.cloth(16, 12, 0.05)
 
-    def scenario():
+    def scenario(grid_kernels):
         sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
-                            cg_tolerance=1e-11, cg_max_iterations=5000)
+                            cg_tolerance=1e-11, cg_max_iterations=5000, grid_kernels=grid_kernels)
         sim.step(4)
         edit(sim)
         sim.step(6)
         return sim
 
     sims = grid_and_general(scenario)
-    assert sims[0]._data.implicit_path() is not None
-    assert sims[1]._data.implicit_path() is None
+    assert sims[0].integrator_object.grid_solver() is not None
+    assert sims[1].integrator_object.grid_solver() is None
     return sims
 
 
 def _edit(sim):
     sim.set_stiffness(sim.stiffness * 3.0)
-    sim.stiffness[:7] *= 0.5  # written through the live views
-    sim.damping[10:20] = 0.0
-    sim.rest_lengths[:30] *= 0.9
+    stiffness, damping, rest = (a.copy() for a in (sim.stiffness, sim.damping,
+                                                     sim.rest_lengths))
+    stiffness[:7] *= 0.5  # edits of some springs, through the set_* methods
+    damping[10:20] = 0.0
+    rest[:30] *= 0.9
+    sim.set_stiffness(stiffness)
+    sim.set_damping(damping)
+    sim.set_rest_lengths(rest)
     sim.pin(40)
 
 

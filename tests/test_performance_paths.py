@@ -11,10 +11,13 @@ import numpy as np
 import pytest
 
 import ropesim as rs
-from ropesim.engine import integrators, parallel
-from ropesim.engine.forces import edge_colouring, grid_layout
+from ropesim.engine import parallel
+from ropesim.engine.integrators import euler
+from ropesim.engine.kernels import sweeps
+from ropesim.engine.kernels.colouring import edge_colouring
+from ropesim.engine.kernels.grid import grid_layout
 from ropesim.engine.model import SpringSystem
-from ropesim.engine.solvers import GridMultigrid, mg_cycle
+from ropesim.engine.linalg.multigrid import GridMultigrid, mg_cycle
 
 
 def standard_cloth(n, stiffness_scale=1.0):
@@ -38,14 +41,12 @@ def standard_cloth(n, stiffness_scale=1.0):
 
 
 def run(system, steps, grid=True, mode="auto", **kw):
-    old_grid, old_mode = integrators.GRID_PATH, parallel.get_mode()
-    integrators.GRID_PATH = grid
+    old_mode = parallel.get_mode()
     parallel.set_mode(mode)
     try:
-        sim = rs.Simulation(system, **kw)
+        sim = rs.Simulation(system, grid_kernels=grid, **kw)
         sim.step(steps)
     finally:
-        integrators.GRID_PATH = old_grid
         parallel.set_mode(old_mode)
     return sim
 
@@ -85,14 +86,14 @@ def test_rope_is_a_one_row_grid_and_shuffled_springs_are_not():
 
 def test_paths_are_chosen_by_structure():
     sim = rs.Simulation(standard_cloth(16), dt=1 / 600)
-    assert sim._data.explicit_path().kind == "grid"
+    assert sim.integrator_object.path().kind == "grid"
     shuffled = standard_cloth(16)
     order = np.random.default_rng(0).permutation(shuffled.n_springs)
     shuffled = SpringSystem(shuffled.positions, shuffled.springs[order],
                             shuffled.rest_lengths[order], mass=shuffled.mass,
                             stiffness=shuffled.stiffness[order], damping=shuffled.damping[order],
                             pinned=shuffled.pinned)
-    assert rs.Simulation(shuffled, dt=1 / 600)._data.explicit_path().kind == "plain"
+    assert rs.Simulation(shuffled, dt=1 / 600).integrator_object.path().kind == "plain"
 
 
 # --- explicit grid sweep ----------------------------------------------------------------------
@@ -104,7 +105,7 @@ def test_grid_sweep_matches_plain_scatter(integrator):
     kw = dict(dt=2e-4, integrator=integrator, drag=0.3)
     a = run(system, 200, grid=True, **kw)
     b = run(system, 200, grid=False, **kw)
-    assert a._data.explicit_path().kind == "grid" and b._data.explicit_path().kind == "plain"
+    assert a.integrator_object.path().kind == "grid" and b.integrator_object.path().kind == "plain"
     np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.velocities, b.velocities, rtol=0, atol=1e-8)
 
@@ -112,11 +113,13 @@ def test_grid_sweep_matches_plain_scatter(integrator):
 def test_grid_sweep_sees_live_edits_pins_and_grabs(grid_and_general):
     system = rs.cloth(10, 10, 0.05)
 
-    def scenario():
-        sim = rs.Simulation(system, dt=2e-4)
+    def scenario(grid_kernels):
+        sim = rs.Simulation(system, dt=2e-4, grid_kernels=grid_kernels)
         sim.step(20)
         sim.set_stiffness(sim.stiffness * 1.5)
-        sim.stiffness[:7] *= 0.5  # written through the live view
+        stiffness = sim.stiffness.copy()
+        stiffness[:7] *= 0.5  # an edit of some springs
+        sim.set_stiffness(stiffness)
         sim.pin(55)
         sim.grab(33, sim.positions[33] + [0.0, 0.05, 0.02])
         sim.step(50)
@@ -141,25 +144,24 @@ def test_parallel_bands_give_identical_bits(dtype):
 def test_any_band_split_gives_the_serial_bits(bands):
     sim = rs.Simulation(standard_cloth(48), dt=1 / 600, dtype=np.float32)
     sim.step(5)
-    path = sim._data.explicit_path()
-    d = sim._data
+    path = sim.integrator_object.path()
+    d = sim.params
+    x, v = sim.positions, sim.velocities
     t = np.float32
-    x0, v0 = d.x.copy(), d.v.copy()
-    path._bands(8)
-    ref = integrators._grid_euler(
-        d.x, d.v, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity, t(1 / 600), t(1.0),
-        t(1e-12), t(1.0), True, path.rows, path.cols, path.blocks, path.max_dr, path.windows,
-        path.temps, path.speeds, path.speed_bits)
-    x1, v1 = d.x.copy(), d.v.copy()
-    d.x[:], d.v[:] = x0, v0
+    x0, v0 = x.copy(), v.copy()
+    path.bands(8)
+    none = np.zeros((0, 3), np.float32)  # no attached forces
+    step = sweeps.StepScalars(t(1 / 600), t(1.0), t(1e-12), t(1.0), True)
+    params = (d.stiffness, d.damping, d.rest_lengths, d.inv_mass, d.fixed, d.gravity)
+    common = (*params, *step, *path.sweep, none, False)
+    ref = sweeps.grid_euler(x, v, *common)
+    x1, v1 = x.copy(), v.copy()
+    x[:], v[:] = x0, v0
     b = np.array(bands, np.int64)
-    got = integrators._grid_euler_parallel(
-        d.x, d.v, path.gx, path.gv, d.k, d.c, d.rest, d.inv_mass, d.fixed, d.gravity,
-        t(1 / 600), t(1.0), t(1e-12), t(1.0), True, path.rows, path.cols, path.blocks,
-        path.max_dr, path.windows, path.temps, path.speeds, path.speed_bits, b,
-        np.zeros((b.size - 1, 2), np.float32))
+    got = sweeps.grid_euler_parallel(x, v, path.gx, path.gv, *common, b,
+                                     np.zeros((b.size - 1, 2), np.float32))
     assert got == ref
-    assert np.array_equal(d.x, x1) and np.array_equal(d.v, v1)
+    assert np.array_equal(x, x1) and np.array_equal(v, v1)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -175,7 +177,7 @@ def test_grid_sweep_reports_non_finite_speeds(dtype, bad):
 def test_max_speed_of_the_grid_sweep_is_exact():
     sim = rs.Simulation(standard_cloth(20), dt=1 / 600)
     sim.step(3)
-    speed_sq = sim._data.explicit_path().euler(sim._data, 1 / 600, True)
+    speed_sq = sim.integrator_object.step(sim.state, 1 / 600)
     assert speed_sq == pytest.approx(float((sim.velocities ** 2).sum(axis=1).max()), rel=1e-12)
 
 
@@ -193,16 +195,16 @@ def test_edge_colouring_is_proper_and_complete():
 
 
 def test_coloured_path_serial_equals_parallel_and_matches_plain(monkeypatch):
-    monkeypatch.setattr(integrators, "COLOURED_MIN_SPRINGS", 100)
+    monkeypatch.setattr(euler, "COLOURED_MIN_SPRINGS", 100)
     system = standard_cloth(24)
     kw = dict(dt=1 / 600, grid=False)
     serial = run(system, 40, mode="serial", **kw)
     par = run(system, 40, mode="parallel", **kw)
-    assert serial._data.explicit_path().kind == "coloured"
+    assert serial.integrator_object.path().kind == "coloured"
     assert np.array_equal(serial.positions, par.positions)
-    monkeypatch.setattr(integrators, "COLOURED_MIN_SPRINGS", 10 ** 9)
+    monkeypatch.setattr(euler, "COLOURED_MIN_SPRINGS", 10 ** 9)
     plain = run(system, 40, **kw)
-    assert plain._data.explicit_path().kind == "plain"
+    assert plain.integrator_object.path().kind == "plain"
     np.testing.assert_allclose(serial.positions, plain.positions, rtol=0, atol=1e-10)
 
 
@@ -215,7 +217,7 @@ def test_multigrid_solver_matches_jacobi_cg(integrator):
     kw = dict(dt=1 / 60, integrator=integrator, cg_tolerance=1e-10, cg_max_iterations=5000)
     a = run(system, 12, grid=True, **kw)
     b = run(system, 12, grid=False, **kw)
-    assert a._data.implicit_path() is not None and b._data.implicit_path() is None
+    assert a.integrator_object.grid_solver() is not None and b.integrator_object.grid_solver() is None
     np.testing.assert_allclose(a.positions, b.positions, rtol=0, atol=1e-7)
     assert a.solver_stats.converged
     assert a.solver_stats.total_iterations < b.solver_stats.total_iterations / 4
@@ -225,9 +227,9 @@ def test_multigrid_solver_matches_jacobi_cg(integrator):
 def test_multigrid_implicit_with_edits_pins_grab_and_float32(grid_and_general):
     system = rs.cloth(20, 14, 0.05)
 
-    def scenario():
+    def scenario(grid_kernels):
         sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
-                            dtype=np.float32, cg_tolerance=1e-9)
+                            dtype=np.float32, cg_tolerance=1e-9, grid_kernels=grid_kernels)
         sim.step(3)
         sim.set_stiffness(sim.stiffness * 2.0)
         sim.pin(100)
@@ -236,14 +238,14 @@ def test_multigrid_implicit_with_edits_pins_grab_and_float32(grid_and_general):
         return sim
 
     grid, general = grid_and_general(scenario)
-    assert grid._data.implicit_path() is not None
+    assert grid.integrator_object.grid_solver() is not None
     np.testing.assert_allclose(grid.positions, general.positions, rtol=0, atol=2e-4)
     assert np.all(np.isfinite(grid.positions))
 
 
 def _preconditioner_matrix(sim):
     """The multigrid cycle of a simulation's grid solver as a dense matrix (free rows)."""
-    mg = sim._data.implicit_path().mg
+    mg = sim.integrator_object.grid_solver().mg
     operators, work = mg.arrays(), mg.workspace(0)
     X0, B0 = work[0][0], work[1][0]
     n = mg.nodes[0]
@@ -254,14 +256,14 @@ def _preconditioner_matrix(sim):
         B0[k % 3, k // 3] = 1.0
         mg_cycle(operators, work)
         M[:, k] = X0[:, :n].T.ravel()
-    keep = np.repeat(sim._data.fixed == 0, 3)
+    keep = np.repeat(sim.params.fixed == 0, 3)
     return M[keep][:, keep]
 
 
 def test_multigrid_v_cycle_is_symmetric_positive_definite():
     sim = rs.Simulation(standard_cloth(12, 100.0), dt=1 / 60, integrator="backward_euler")
     sim.step(3)
-    sim._data.implicit_path().mg.set_kcycle_levels(0)
+    sim.integrator_object.grid_solver().mg.set_kcycle_levels(0)
     M = _preconditioner_matrix(sim)
     np.testing.assert_allclose(M, M.T, atol=1e-6 * np.abs(M).max())
     assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
@@ -273,7 +275,7 @@ def test_k_cycle_is_positive_and_needs_fewer_iterations_than_the_v_cycle():
     for kcycle_levels in (0, 2):
         sim = rs.Simulation(system, dt=1 / 60, integrator="backward_euler",
                             cg_tolerance=1e-6)
-        sim._data.implicit_path().mg.set_kcycle_levels(kcycle_levels)
+        sim.integrator_object.grid_solver().mg.set_kcycle_levels(kcycle_levels)
         sim.step(20)
         assert sim.solver_stats.converged
         iterations[kcycle_levels] = sim.solver_stats.total_iterations
@@ -300,7 +302,7 @@ def test_concurrent_implicit_attempts_give_the_sequential_answer_bit_for_bit(mon
         sim.step(15)
         stats = sim.solver_stats
         runs.append((sim.positions, stats.total_iterations, stats.fallback_steps))
-        concurrent = sim._data.implicit_path().concurrent_steps
+        concurrent = sim.integrator_object.grid_solver().concurrent_steps
         assert (concurrent > 0) == (mode == "parallel")
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     assert runs[0][1:] == runs[1][1:]

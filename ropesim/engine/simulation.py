@@ -1,9 +1,17 @@
 """Simulation: the changing state of a SpringSystem and the step loop around it.
 
 The static model (a :class:`SpringSystem`) is copied once into flat arrays in the
-simulation's dtype; each step hands those arrays to the chosen integrator (see
-integrators.py), then moves a grabbed particle, then enforces contacts. Everything
-per particle and per spring runs in numba kernels; the Python loop is over steps.
+simulation's dtype (a state.Model: springs, Params, attached forces); each step hands
+the State to the chosen integrator (an object of integrators/, one per name, made on
+first use and kept, so switching back keeps its scratch), then moves a grabbed
+particle, then enforces contacts. Everything per particle and per spring runs in numba
+kernels; the Python loop is over steps.
+
+Forces: every simulation has the default parts springs + dampers, gravity and drag
+(forces.DEFAULT_FORCES); ``add_force`` attaches any :class:`Force` at run time and
+``remove_force`` takes one off again (gravity and drag too; the springs stay).
+Parameters are edited with the set_* methods, which notify the integrators; the
+stiffness, damping, masses and rest_lengths properties are read-only views.
 
 Divergence: every step reports the largest particle speed. A non-finite state or a
 speed above ``max_speed`` stops the run with :class:`SimulationDiverged`, and the
@@ -19,10 +27,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import forces
 from .contacts import Contact, pack_contacts, project_contacts
-from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, SolverStats, StepData, get_integrator
+from .forces import DEFAULT_FORCES, Force, SpringForces, spring_strain
+from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, get_integrator
 from .model import SpringSystem, masses_per_particle, spring_coefficients
+from .state import Changed, Model, Params, State, kinetic_energy
 
 #: steps between state checkpoints used to recover the last finite state
 CHECKPOINT_EVERY = 64
@@ -43,6 +52,13 @@ class SimulationDiverged(RuntimeError):
             "Try a smaller dt (more substeps for the same frame time) or an implicit integrator "
             "(backward_euler, implicit_midpoint)."
         )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A view of array that cannot be written through (it still shows every change)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def _positive(value: float, name: str, unit: str) -> float:
@@ -75,6 +91,9 @@ class Simulation:
         backward Euler's positions after 1 s differ by < 1 mm from a 1e-10 solve, and by
         ~0.6 m from a reference at dt = 1/3400 s (docs/performance.md); lower it for
         tight conservation checks.
+    grid_kernels : use the structured-grid kernels (grid sweep, multigrid solve) when the
+        springs form a grid (default); False runs the spring-list kernels, the same
+        physics to rounding (a switch for comparisons and tests).
     """
 
     def __init__(
@@ -91,6 +110,7 @@ class Simulation:
         grab_follow_time: float = 1.0 / 60.0,
         cg_tolerance: float = 1e-4,
         cg_max_iterations: int = 200,
+        grid_kernels: bool = True,
     ):
         if not isinstance(system, SpringSystem):
             raise ValueError(f"system: expected a SpringSystem, got {type(system).__name__}")
@@ -106,25 +126,31 @@ class Simulation:
         n = system.n_particles
         self._x = np.ascontiguousarray(system.positions3(), dtype=dtype)
         self._v = np.ascontiguousarray(system.velocities3(), dtype=dtype)
+        self._state = State(self._x, self._v)
         self._pinned = system.pinned.copy()
         self._fixed = self._pinned.astype(np.uint8)
         self._v[self._pinned] = 0.0
         mass = system.mass.astype(dtype)
-        self._data = StepData(
-            x=self._x, v=self._v,
-            spring_a=np.ascontiguousarray(system.springs[:, 0], dtype=np.int32),
-            spring_b=np.ascontiguousarray(system.springs[:, 1], dtype=np.int32),
-            rest=system.rest_lengths.astype(dtype), k=system.stiffness.astype(dtype),
-            c=system.damping.astype(dtype), mass=mass, inv_mass=(1.0 / mass).astype(dtype),
-            fixed=self._fixed, gravity=np.zeros(3, dtype), grid_shape=system.grid_shape,
+        self._params = Params(
+            rest_lengths=system.rest_lengths.astype(dtype),
+            stiffness=system.stiffness.astype(dtype), damping=system.damping.astype(dtype),
+            mass=mass, inv_mass=(1.0 / mass).astype(dtype), fixed=self._fixed,
+            gravity=np.zeros(3, dtype), drag=np.zeros(1),
         )
+        spring_a = np.ascontiguousarray(system.springs[:, 0], dtype=np.int32)
+        spring_b = np.ascontiguousarray(system.springs[:, 1], dtype=np.int32)
+        self._model = Model(spring_a, spring_b, self._params, system.grid_shape, grid_kernels)
+        self._springs, self._gravity, self._drag = (
+            part(spring_a, spring_b) if part is SpringForces else part()
+            for part in DEFAULT_FORCES)
+        self._views = {name: _read_only(getattr(self._params, name))
+                       for name in ("stiffness", "damping", "mass", "rest_lengths")}
+        self._integrators: dict[str, Integrator] = {}
         self._x_checkpoint = np.empty_like(self._x)
         self._v_checkpoint = np.empty_like(self._v)
         self._strain = np.zeros(system.n_springs, dtype)
         self._grabbed: int | None = None
         self._grab_target = np.zeros(3)
-        self.time = 0.0
-        self.step_count = 0
         self._stable_dt = system.stable_dt()
         self._warned_dt = False
 
@@ -139,6 +165,26 @@ class Simulation:
         assert self._x.shape == (n, 3)
 
     # --- settings (validated, live) ----------------------------------------------------
+    @property
+    def time(self) -> float:
+        """Simulated time, s."""
+        return self._state.time
+
+    @property
+    def step_count(self) -> int:
+        """Steps taken since the start (or the last reset)."""
+        return self._state.step_count
+
+    @property
+    def state(self) -> State:
+        """The State (x, v, time, step_count) the integrators advance (live)."""
+        return self._state
+
+    @property
+    def params(self) -> Params:
+        """The live Params bundle (read it; edit through the set_* methods)."""
+        return self._params
+
     @property
     def dt(self) -> float:
         """Time step, s."""
@@ -167,7 +213,7 @@ class Simulation:
     @property
     def gravity(self) -> np.ndarray:
         """Gravitational acceleration (3,), m/s^2 (a copy; assign to change it)."""
-        return self._data.gravity.astype(np.float64)
+        return self._params.gravity.astype(np.float64)
 
     @gravity.setter
     def gravity(self, value: Sequence[float]) -> None:
@@ -178,19 +224,19 @@ class Simulation:
             raise ValueError(f"gravity: expected 3 finite numbers (m/s^2), got {value!r}")
         if self.planar and g[2] != 0.0:
             raise ValueError("gravity: a planar (2-D) system needs gravity z = 0")
-        self._data.gravity[:] = g
+        self._params.gravity[:] = g
 
     @property
     def drag(self) -> float:
         """Global drag, 1/s."""
-        return self._data.drag
+        return float(self._params.drag[0])
 
     @drag.setter
     def drag(self, value: float) -> None:
         value = float(value)
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"drag: must be a finite number >= 0 (1/s), got {value}")
-        self._data.drag = value
+        self._params.drag[0] = value
 
     @property
     def integrator(self) -> str:
@@ -199,8 +245,20 @@ class Simulation:
 
     @integrator.setter
     def integrator(self, name: str) -> None:
-        self._integrator = get_integrator(name)
+        cls = get_integrator(name)
+        current = getattr(self, "_integrator", None)
+        if current is not None:
+            current.finish()
+        instance = self._integrators.get(name)
+        if instance is None or type(instance) is not cls:  # re-registered under the name
+            instance = self._integrators[name] = cls(self._model)
+        self._integrator = instance
         self._warn_if_unstable()
+
+    @property
+    def integrator_object(self) -> Integrator:
+        """The current Integrator instance (its scratch, stats and kernel paths)."""
+        return self._integrator
 
     @property
     def unconditionally_stable(self) -> bool:
@@ -236,26 +294,27 @@ class Simulation:
     @property
     def cg_tolerance(self) -> float:
         """Relative residual at which the implicit integrators' CG stops."""
-        return self._data.cg_tolerance
+        return self._model.cg_tolerance
 
     @cg_tolerance.setter
     def cg_tolerance(self, value: float) -> None:
-        self._data.cg_tolerance = _positive(value, "cg_tolerance", "(relative residual)")
+        self._model.cg_tolerance = _positive(value, "cg_tolerance", "(relative residual)")
 
     @property
     def cg_max_iterations(self) -> int:
-        return self._data.cg_max_iterations
+        return self._model.cg_max_iterations
 
     @cg_max_iterations.setter
     def cg_max_iterations(self, value: int) -> None:
         if isinstance(value, bool) or int(value) != value or int(value) < 1:
             raise ValueError(f"cg_max_iterations: must be an integer >= 1, got {value!r}")
-        self._data.cg_max_iterations = int(value)
+        self._model.cg_max_iterations = int(value)
 
     @property
     def solver_stats(self) -> SolverStats:
-        """CG iterations and residual of the last implicit step, fallback count."""
-        return self._data.stats
+        """CG iterations and residual of the last implicit step, fallback count (the
+        current integrator's; each integrator keeps its own)."""
+        return self._integrator.stats
 
     # --- state ---------------------------------------------------------------------------
     @property
@@ -274,26 +333,28 @@ class Simulation:
 
     @property
     def n_springs(self) -> int:
-        return self._data.spring_a.shape[0]
+        return self._model.n_springs
 
     @property
     def masses(self) -> np.ndarray:
-        """(n,) particle masses, kg (live; change with set_mass)."""
-        return self._data.mass
+        """(n,) particle masses, kg: a live read-only view (change them with set_mass)."""
+        return self._views["mass"]
 
     @property
     def stiffness(self) -> np.ndarray:
-        """(m,) spring stiffness, N/m (live; change with set_stiffness)."""
-        return self._data.k
+        """(m,) spring stiffness, N/m: a live read-only view (change with set_stiffness)."""
+        return self._views["stiffness"]
 
     @property
     def damping(self) -> np.ndarray:
-        """(m,) spring damping, N*s/m (live; change with set_damping)."""
-        return self._data.c
+        """(m,) spring damping, N*s/m: a live read-only view (change with set_damping)."""
+        return self._views["damping"]
 
     @property
     def rest_lengths(self) -> np.ndarray:
-        return self._data.rest
+        """(m,) spring rest lengths, m: a live read-only view (change with
+        set_rest_lengths)."""
+        return self._views["rest_lengths"]
 
     @property
     def pinned(self) -> np.ndarray:
@@ -305,19 +366,80 @@ class Simulation:
         return self._grabbed
 
     # --- live parameter edits ----------------------------------------------------------------
+    # The only way to change parameters: each set_* validates, writes the Params arrays
+    # and tells every integrator made so far (notify_model_changed) what changed.
+    def _changed(self, flags: Changed) -> None:
+        for integrator in self._integrators.values():
+            integrator.notify_model_changed(flags)
+
     def set_stiffness(self, value: Any) -> None:
         """Set every spring's stiffness (scalar or (m,) N/m), keeping the state."""
-        self._data.k[:] = spring_coefficients(value, self.n_springs, "stiffness", "N/m")
+        self._params.stiffness[:] = spring_coefficients(value, self.n_springs, "stiffness",
+                                                        "N/m")
+        self._changed(Changed.STIFFNESS)
 
     def set_damping(self, value: Any) -> None:
         """Set every spring's damping (scalar or (m,) N*s/m), keeping the state."""
-        self._data.c[:] = spring_coefficients(value, self.n_springs, "damping", "N*s/m")
+        self._params.damping[:] = spring_coefficients(value, self.n_springs, "damping",
+                                                      "N*s/m")
+        self._changed(Changed.DAMPING)
+
+    def set_rest_lengths(self, value: Any) -> None:
+        """Set every spring's rest length (scalar or (m,) m, >= 0), keeping the state."""
+        self._params.rest_lengths[:] = spring_coefficients(value, self.n_springs,
+                                                           "rest_lengths", "m")
+        self._changed(Changed.REST_LENGTHS)
 
     def set_mass(self, value: Any) -> None:
         """Set particle masses (scalar or (n,) kg), keeping the state."""
         m = masses_per_particle(value, self.n_particles)
-        self._data.mass[:] = m
-        self._data.inv_mass[:] = 1.0 / m
+        self._params.mass[:] = m
+        self._params.inv_mass[:] = 1.0 / m
+        self._changed(Changed.MASS)
+
+    # --- force parts ---------------------------------------------------------------------------
+    def force_parts(self) -> tuple[Force, ...]:
+        """The acting parts in order: springs, gravity and drag (unless removed), then the
+        attached forces."""
+        builtin = [self._springs]
+        builtin += [self._gravity] if self._model.gravity_on else []
+        builtin += [self._drag] if self._model.drag_on else []
+        return tuple(builtin) + tuple(self._model.forces)
+
+    def add_force(self, force: Force) -> Force:
+        """Attach a Force (applied by every integrator from the next step on, also after
+        an integrator switch); re-adding a removed Gravity or Drag part restores it.
+        Returns the force, to remove it later."""
+        if not isinstance(force, Force):
+            raise TypeError(f"force: expected a ropesim Force, got {type(force).__name__}")
+        if force in self.force_parts():
+            raise ValueError(f"force: {force!r} is already attached to this simulation")
+        if force is self._gravity:
+            self._model.gravity_on = True
+        elif force is self._drag:
+            self._model.drag_on = True
+        elif force.fused:
+            raise ValueError(f"force: {force!r} is a default part of another simulation; "
+                             "allowed: a new Force, or this simulation's removed gravity/drag")
+        else:
+            self._model.forces.append(force)
+        self._changed(Changed.FORCES)
+        return force
+
+    def remove_force(self, force: Force) -> None:
+        """Detach a force: an attached one, or the gravity or drag part (the springs stay:
+        set their stiffness to zero instead)."""
+        if force is self._gravity:
+            self._model.gravity_on = False
+        elif force is self._drag:
+            self._model.drag_on = False
+        elif any(force is f for f in self._model.forces):
+            self._model.forces[:] = [f for f in self._model.forces if f is not force]
+        else:
+            allowed = ", ".join(repr(f) for f in self.force_parts()[1:]) or "none"
+            raise ValueError(f"force: {force!r} is not a removable part of this simulation; "
+                             f"allowed: {allowed}")
+        self._changed(Changed.FORCES)
 
     # --- stepping ----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
@@ -338,14 +460,14 @@ class Simulation:
     def _advance(self) -> float:
         """One step without the divergence check; returns the max squared speed."""
         dt = self._dt
-        max_speed_sq = self._integrator.step(self._data, dt)
+        max_speed_sq = self._integrator.step(self._state, dt)
         if self._grabbed is not None:
             self._move_grabbed(dt)
         if self._contacts:
             project_contacts(self._x, self._v, self._fixed, self._grounds, self._spheres,
                              self.planar)
-        self.step_count += 1
-        self.time += dt
+        self._state.step_count += 1
+        self._state.time += dt
         return max_speed_sq
 
     def _move_grabbed(self, dt: float) -> None:
@@ -358,14 +480,14 @@ class Simulation:
     def _save_checkpoint(self) -> None:
         self._x_checkpoint[:] = self._x
         self._v_checkpoint[:] = self._v
-        self._checkpoint_clock = (self.time, self.step_count)
+        self._checkpoint_clock = (self._state.time, self._state.step_count)
 
     def _recover(self, good_steps: int, max_speed_sq: float) -> None:
         """Back to the checkpoint, replay the steps that were finite, then raise."""
         failed_step, failed_time = self.step_count, self.time
         self._x[:] = self._x_checkpoint
         self._v[:] = self._v_checkpoint
-        self.time, self.step_count = self._checkpoint_clock
+        self._state.time, self._state.step_count = self._checkpoint_clock
         for _ in range(good_steps):
             self._advance()
         if math.isfinite(max_speed_sq):
@@ -383,9 +505,9 @@ class Simulation:
         self._grabbed = None
         self._refresh_fixed()
         self._v[self._pinned] = 0.0
-        self.time = 0.0
-        self.step_count = 0
-        self._data.stats = SolverStats()
+        self._state.time, self._state.step_count = 0.0, 0
+        for integrator in self._integrators.values():
+            integrator.stats = SolverStats()
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:
@@ -407,6 +529,7 @@ class Simulation:
         self._fixed[:] = self._pinned
         if self._grabbed is not None:
             self._fixed[self._grabbed] = 1
+        self._changed(Changed.FIXED)
 
     def grab(self, i: int, target: Sequence[float]) -> None:
         """Hold particle i and pull it toward target (m) each step; call again to move it."""
@@ -452,43 +575,57 @@ class Simulation:
 
     # --- diagnostics -------------------------------------------------------------------------
     def forces(self) -> np.ndarray:
-        """(n, 3) spring + damping forces at the current state, N (no gravity)."""
+        """(n, 3) spring + damping forces at the current state, N (no gravity, no
+        attached forces: see force_parts for those)."""
         out = np.zeros((self.n_particles, 3), self.dtype)
-        d = self._data
-        forces.spring_forces(self._x, self._v, d.spring_a, d.spring_b, d.rest, d.k, d.c, out)
+        self._springs.accumulate(self._state, self._params, out)
         return out
 
     def kinetic_energy(self) -> float:
         """Sum of m/2 |v|^2, J."""
-        return float(forces.kinetic_energy(self._v, self._data.mass))
+        return float(kinetic_energy(self._v, self._params.mass))
 
     def spring_energy(self) -> float:
         """Elastic energy of all springs, J."""
-        d = self._data
-        return float(forces.spring_energy(self._x, d.spring_a, d.spring_b, d.rest, d.k))
+        return self._springs.potential_energy(self._state, self._params)
 
     def gravity_energy(self) -> float:
-        """Gravitational potential -sum m g.x, J (zero at the origin)."""
-        return float(forces.gravity_energy(self._x, self._data.mass, self._data.gravity))
+        """Gravitational potential -sum m g.x, J (zero at the origin; 0 with gravity
+        removed)."""
+        if not self._model.gravity_on:
+            return 0.0
+        return self._gravity.potential_energy(self._state, self._params)
+
+    def attached_energy(self) -> float:
+        """Potential energy of the attached forces that have one (Force.potential_energy),
+        J; forces without a potential add nothing."""
+        total = 0.0
+        for force in self._model.forces:
+            energy = force.potential_energy(self._state, self._params)
+            if energy is not None:
+                total += float(energy)
+        return total
 
     def potential_energy(self) -> float:
-        """Spring + gravity potential energy, J."""
-        return self.spring_energy() + self.gravity_energy()
+        """Spring + gravity + attached potential energy, J."""
+        return self.spring_energy() + self.gravity_energy() + self.attached_energy()
 
     def energy(self) -> float:
-        """Total mechanical energy, J."""
+        """Total mechanical energy, J: kinetic + potential_energy(). Conserved by a
+        conservative system (no damping, drag or non-potential attached force) up to the
+        integrator's error."""
         return self.kinetic_energy() + self.potential_energy()
 
     def momentum(self) -> np.ndarray:
         """Linear momentum (3,), kg*m/s."""
-        return (self._data.mass[:, None] * self._v).sum(axis=0, dtype=np.float64)
+        return (self._params.mass[:, None] * self._v).sum(axis=0, dtype=np.float64)
 
     def spring_strain(self, out: np.ndarray | None = None) -> np.ndarray:
         """(m,) signed strain (l - L) / L per spring: > 0 stretched, < 0 compressed."""
         if out is None:
             out = np.empty(self.n_springs, self.dtype)
-        d = self._data
-        forces.spring_strain(self._x, d.spring_a, d.spring_b, d.rest, out)
+        spring_strain(self._x, self._model.spring_a, self._model.spring_b,
+                      self._params.rest_lengths, out)
         return out
 
     def max_strain(self) -> float:
@@ -500,10 +637,11 @@ class Simulation:
     def diagnostics(self) -> dict[str, Any]:
         """Time, energies (J), momentum and max strain in one dict."""
         kinetic, spring, grav = self.kinetic_energy(), self.spring_energy(), self.gravity_energy()
+        attached = self.attached_energy()
         return {
             "time": self.time, "step": self.step_count,
-            "kinetic": kinetic, "spring": spring, "gravity": grav,
-            "total": kinetic + spring + grav,
+            "kinetic": kinetic, "spring": spring, "gravity": grav, "attached": attached,
+            "total": kinetic + spring + grav + attached,
             "momentum": self.momentum(), "max_strain": self.max_strain(),
         }
 

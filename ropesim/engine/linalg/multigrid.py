@@ -1,13 +1,22 @@
-"""Matrix-free, Jacobi-preconditioned conjugate gradient for the implicit step.
+"""Multigrid-preconditioned CG on structured grids.
 
-Solves A dv = rhs with A = M + alpha Ks_graph + beta C_graph (see forces.py), never
-forming A. Fixed (pinned or grabbed) particles are held: their rows are zero and
-their unknowns stay 0, so CG runs in the subspace of free particles.
-
-A is symmetric. It is positive definite when every spring is stretched; a strongly
-compressed spring makes its transverse stiffness negative and can break that. CG
-detects it as non-positive curvature (p.Ap <= 0) and reports it, so the caller can
-redo the step with the clamped, always-definite stiffness.
+On a grid cloth (kernels.grid.grid_layout) the implicit step uses an aggregation multigrid
+cycle as the preconditioner: Jacobi's ~500 iterations for a stiff cloth at dt = 1/60
+become ~13. Level l + 1 merges 2 x 2 nodes of level l (piecewise-constant
+prolongation P); its operator is the Galerkin product P^T A_l P, which for a
+"mass + spring-Laplacian" operator is again one: the node blocks are summed, the edge
+blocks of the edges between two aggregates are summed into a coarse edge, edges inside
+an aggregate drop out, and an edge to a fixed node is added to the free end's node
+block. The smoother is block-Jacobi (3 x 3 node blocks, weight omega) before and after
+the coarse correction; the coarsest level (<= 16 nodes) is solved directly (a product
+with its dense inverse, computed from a Cholesky factor). The preconditioner is built
+from the clamped (always definite) matrix, so it is valid for both CG attempts. The smoothing weight
+0.9 (< 1, so the smoother converges for these operators) needs ~8% fewer CG
+iterations than 0.7 on the stiff 64 x 64 cloth. A V-cycle (one coarse visit per level)
+is symmetric positive definite but weak with piecewise-constant aggregation (~25
+iterations on that cloth, the error of each level's coarse space compounding); the
+first two levels therefore use K-cycles (see mg_cycle), ~13 iterations, and CG is the
+flexible variant that a nonlinear preconditioner needs.
 """
 
 from __future__ import annotations
@@ -15,96 +24,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .forces import system_diagonal, system_product
-
-#: CG return codes
-CONVERGED = 0
-MAX_ITERATIONS = 1
-NEGATIVE_CURVATURE = 2
-STOPPED = 3  # grid_pcg: told to stop (its answer is not needed)
-
-
-@njit(cache=True)
-def _dot(a, b, fixed):
-    total = 0.0
-    for i in range(a.shape[0]):
-        if fixed[i]:
-            continue
-        total += a[i, 0] * b[i, 0] + a[i, 1] * b[i, 1] + a[i, 2] * b[i, 2]
-    return total
-
-
-@njit(cache=True)
-def conjugate_gradient(
-    rhs, mass, spring_a, spring_b, blocks, normals, c, alpha, beta, fixed,
-    dv, r, z, p, ap, diag, tolerance, max_iterations,
-):
-    """Solve A dv = rhs in place (dv starts at 0). Work arrays r, z, p, ap, diag: (n, 3).
-
-    Returns (status, iterations, relative residual |r| / |rhs|).
-    """
-    n = rhs.shape[0]
-    system_diagonal(mass, spring_a, spring_b, blocks, normals, c, alpha, beta, diag)
-    for i in range(n):
-        for d in range(3):
-            dv[i, d] = 0.0
-            if fixed[i]:
-                r[i, d] = 0.0
-                z[i, d] = 0.0
-            else:
-                r[i, d] = rhs[i, d]
-                z[i, d] = r[i, d] / diag[i, d]
-            p[i, d] = z[i, d]
-    rhs_norm = np.sqrt(_dot(r, r, fixed))
-    if rhs_norm == 0.0:
-        return CONVERGED, 0, 0.0
-    rz = _dot(r, z, fixed)
-    for it in range(max_iterations):
-        system_product(p, mass, spring_a, spring_b, blocks, normals, c, alpha, beta, fixed, ap)
-        curvature = _dot(p, ap, fixed)
-        if not curvature > 0.0:
-            return NEGATIVE_CURVATURE, it + 1, np.sqrt(_dot(r, r, fixed)) / rhs_norm
-        step = rz / curvature
-        for i in range(n):
-            for d in range(3):
-                dv[i, d] += step * p[i, d]
-                r[i, d] -= step * ap[i, d]
-        residual = np.sqrt(_dot(r, r, fixed)) / rhs_norm
-        if residual <= tolerance:
-            return CONVERGED, it + 1, residual
-        for i in range(n):
-            for d in range(3):
-                z[i, d] = r[i, d] / diag[i, d]
-        rz_new = _dot(r, z, fixed)
-        ratio = rz_new / rz
-        rz = rz_new
-        for i in range(n):
-            for d in range(3):
-                p[i, d] = z[i, d] + ratio * p[i, d]
-    return MAX_ITERATIONS, max_iterations, np.sqrt(_dot(r, r, fixed)) / rhs_norm
-
-
-# --- multigrid-preconditioned CG on structured grids -----------------------------------------
-#
-# On a grid cloth (forces.grid_layout) the implicit step uses an aggregation multigrid
-# cycle as the preconditioner: Jacobi's ~500 iterations for a stiff cloth at dt = 1/60
-# become ~13. Level l + 1 merges 2 x 2 nodes of level l (piecewise-constant
-# prolongation P); its operator is the Galerkin product P^T A_l P, which for a
-# "mass + spring-Laplacian" operator is again one: the node blocks are summed, the edge
-# blocks of the edges between two aggregates are summed into a coarse edge, edges inside
-# an aggregate drop out, and an edge to a fixed node is added to the free end's node
-# block. The smoother is block-Jacobi (3 x 3 node blocks, weight omega) before and after
-# the coarse correction; the coarsest level (<= 16 nodes) is solved directly (a product
-# with its dense inverse, computed from a Cholesky factor). The preconditioner is built from the clamped
-# (always definite) matrix, so it is valid for both CG attempts. The smoothing weight
-# 0.9 (< 1, so the smoother converges for these operators) needs ~8% fewer CG
-# iterations than 0.7 on the stiff 64 x 64 cloth. A V-cycle (one coarse visit per level)
-# is symmetric positive definite but weak with piecewise-constant aggregation (~25
-# iterations on that cloth, the error of each level's coarse space compounding); the
-# first two levels therefore use K-cycles (see mg_cycle), ~13 iterations, and CG is the
-# flexible variant that a nonlinear preconditioner needs.
-
-from .forces import COMPACT_ROWS, GRID_PAD, grid_apply, padded_edges  # noqa: E402
+from ..kernels.grid import grid_offsets
+from ..kernels.grid_implicit import COMPACT_ROWS, GRID_PAD, grid_apply, padded_edges
+from .cg import CONVERGED, MAX_ITERATIONS, NEGATIVE_CURVATURE, STOPPED
 
 
 class GridMultigrid:
@@ -145,12 +67,7 @@ class GridMultigrid:
             hi = np.minimum(np.concatenate(hi_list), r * c - 1)
             valid = np.concatenate(valid_list)
             ia, ib = agg[lo], agg[hi]
-            ra, ca = np.divmod(ia, cc)
-            rb, cb = np.divmod(ib, cc)
-            swap = (rb < ra) | ((rb == ra) & (cb < ca))
-            lower = np.where(swap, ib, ia)
-            dR = np.abs(rb - ra)
-            dC = np.where(swap, ca - cb, cb - ca)
+            lower, dR, dC = grid_offsets(ia, ib, cc)
             cross = valid & (ia != ib)
             coarse_offs = sorted({(int(a), int(b)) for a, b in zip(dR[cross], dC[cross])})
             cpb = padded_edges(rc, cc, coarse_offs)
