@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import impulses
 from .contacts import Contact, pack_contacts, project_contacts
 from .forces import DEFAULT_FORCES, Force, SpringForces, spring_strain
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, get_integrator
@@ -564,6 +565,12 @@ class Simulation:
         i = self._check_index(i)
         self._pinned[i] = False
         self._refresh_fixed()
+
+    def pluck(self, i: int, impulse: Sequence[float]) -> None:
+        """Give particle i an impulse (3 numbers, N*s): its velocity changes by impulse / mass,
+        so the momentum changes by exactly the impulse. Works while paused (the next step
+        starts the wave); a pinned or grabbed particle cannot be plucked."""
+        impulses.pluck(self, i, impulse)
 
     def toggle_pin(self, i: int) -> bool:
         """Pin or unpin particle i; returns whether it is now pinned."""
