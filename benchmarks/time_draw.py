@@ -10,7 +10,9 @@ into waves so its normals vary, above a ground at y = -1.5 m, framed by the
 default scene's camera direction. One draw is ``Renderer.draw`` (positions and
 normals upload, every pass) followed by ``ctx.finish()`` so the GPU work is
 counted; the figure is the median over ``--draws`` draws after three warm-up
-draws. ``upload`` is ``Renderer.update`` alone (normals kernel + buffer writes).
+draws, as wall-clock ms and (in brackets) as CPU ms of the whole process, which
+includes llvmpipe's rasteriser threads and is steadier on a busy machine.
+``upload`` is ``Renderer.update`` alone (normals kernel + buffer writes).
 """
 
 from __future__ import annotations
@@ -47,21 +49,23 @@ def wavy_cloth(n: int):
 
 
 def time_draws(ctx, renderer, camera, width: int, height: int, options, samples: int,
-               draws: int) -> float:
-    """Median milliseconds of one draw + finish into a width x height target."""
+               draws: int) -> tuple[float, float]:
+    """Median wall-clock and CPU milliseconds of one draw + finish into a
+    width x height target."""
     from ropesim.render.renderer import OffscreenTarget
 
     target = OffscreenTarget(ctx, width, height, samples)
     target.use()
-    times = []
+    wall, cpu = [], []
     for i in range(draws + 3):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         renderer.draw(camera, width, height, options)
         ctx.finish()
         if i >= 3:
-            times.append(time.perf_counter() - t)
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
     target.release()
-    return 1e3 * statistics.median(times)
+    return 1e3 * statistics.median(wall), 1e3 * statistics.median(cpu)
 
 
 def time_upload(ctx, renderer, draws: int) -> float:
@@ -91,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
     modes = args.modes or list(WIREFRAME_MODES)
     ctx = create_headless_context()
-    print(f"# {ctx.info['GL_RENDERER']}, {width}x{height} px, median of {args.draws} draws (ms)")
+    renderer_name = ctx.info["GL_RENDERER"]
+    print(f"# {renderer_name}, {width}x{height} px, median of {args.draws} draws: wall ms (CPU ms)")
+    print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'cloth':>9} {'samples':>7} {'upload':>7} " + " ".join(f"{m:>18}" for m in modes))
     rows = []
     for n in args.sizes:
@@ -104,16 +110,19 @@ def main(argv: list[str] | None = None) -> int:
         for samples in args.samples:
             row = {"n": n, "samples": samples, "upload_ms": upload}
             for mode in modes:
-                row[mode] = time_draws(ctx, renderer, camera, width, height,
-                                       RenderOptions(mode=mode), samples, args.draws)
+                row[mode], row[mode + " cpu"] = time_draws(
+                    ctx, renderer, camera, width, height, RenderOptions(mode=mode), samples,
+                    args.draws)
             rows.append(row)
             print(f"{f'{n}x{n}':>9} {samples:>7} {upload:>7.1f} "
-                  + " ".join(f"{row[m]:>18.1f}" for m in modes), flush=True)
+                  + " ".join(f"{row[m]:>9.1f} ({row[m + ' cpu']:>5.1f})" for m in modes),
+                  flush=True)
         renderer.release()
     ctx.release()
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"renderer": "llvmpipe", "size": [width, height], "rows": rows}, f, indent=1)
+            json.dump({"renderer": renderer_name, "size": [width, height], "rows": rows}, f,
+                      indent=1)
     return 0
 
 

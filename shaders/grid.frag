@@ -4,7 +4,8 @@
 // u_shade_below the part of the plane below world height u_ground_y is filled
 // more opaquely and the ground level gets a line (a planar scene's ground,
 // seen edge-on). The plane receives the key light's shadow with contact
-// shading (shadow.glsl): darker and sharper right under a caster.
+// shading (shadow.glsl, floor_shadow.frag): darker and sharper right under a
+// caster.
 #include "shadow.glsl"
 
 in vec3 v_world;
@@ -18,7 +19,6 @@ uniform vec3 u_fill_color;     // sRGB
 uniform float u_fill_alpha;
 uniform bool u_shade_below;
 uniform float u_ground_y;      // m
-uniform vec3 u_plane_normal;   // unit, towards the scene
 
 out vec4 f_color;
 
@@ -47,9 +47,8 @@ void main() {
         float px = abs(v_world.y - u_ground_y) / max(fwidth(v_world.y), 1e-9);
         line = max(line, 1.0 - clamp(px - 1.0, 0.0, 1.0));   // the ground line, 2-3 px
     }
-    float occlusion;
-    float lit = contact_shadow(v_world, u_plane_normal, occlusion);
-    float light = mix(0.38, 1.0, lit) * (1.0 - 0.45 * occlusion);
+    vec2 shadow = floor_shadow(v_world);   // (visibility, occlusion)
+    float light = mix(0.38, 1.0, shadow.x) * (1.0 - 0.45 * shadow.y);
     float fade = 1.0 - smoothstep(0.55, 1.0, length(v_corner));
     float alpha = mix(fill_alpha, 1.0, line) * fade;
     alpha = mix(alpha, max(alpha, 0.92 * fade), 1.0 - light);   // shadows stay readable

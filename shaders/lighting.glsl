@@ -15,11 +15,14 @@ const vec3 HEAD_COLOR = vec3(0.62, 0.70, 0.86);
 const vec3 SKY_AMBIENT = vec3(0.25, 0.28, 0.34);
 const vec3 FLOOR_AMBIENT = vec3(0.10, 0.095, 0.09);
 
-vec3 srgb_to_linear(vec3 c) { return pow(c, vec3(2.2)); }
-vec3 linear_to_srgb(vec3 c) { return pow(clamp(c, 0.0, 1.0), vec3(1.0 / 2.2)); }
+// Gamma 2 stands in for sRGB's 2.2 (a square and a square root are much cheaper
+// than pow on a software rasteriser, which runs this per sample under MSAA).
+vec3 srgb_to_linear(vec3 c) { return c * c; }
+vec3 linear_to_srgb(vec3 c) { return sqrt(clamp(c, 0.0, 1.0)); }
 
 // base: sRGB albedo; n: unit normal facing the viewer; world: the point, m;
-// spec: highlight strength (0 = matte); shininess: Blinn exponent; lit: 0..1
+// spec: highlight strength (0 = matte); shininess: Blinn exponent, rounded to a
+// power of two (16, 32 or 64: repeated squaring instead of pow); lit: 0..1
 // visibility of the key light (shadow); ao: 0..1 ambient occlusion.
 vec3 shade(vec3 base, vec3 n, vec3 world, float spec, float shininess, float lit, float ao) {
     vec3 albedo = srgb_to_linear(base);
@@ -29,7 +32,13 @@ vec3 shade(vec3 base, vec3 n, vec3 world, float spec, float shininess, float lit
     vec3 ambient = mix(FLOOR_AMBIENT, SKY_AMBIENT, 0.5 + 0.5 * n.y) * ao;
     vec3 color = albedo * (ambient + 0.95 * key * KEY_COLOR + 0.32 * head * HEAD_COLOR);
     vec3 h = normalize(u_light_dir + v);
-    color += spec * lit * KEY_COLOR * pow(max(dot(n, h), 0.0), shininess)
-             * step(0.0, dot(n, u_light_dir));
+    float highlight = max(dot(n, h), 0.0);
+    highlight *= highlight;    // ^2
+    highlight *= highlight;    // ^4
+    highlight *= highlight;    // ^8
+    highlight *= highlight;    // ^16
+    if (shininess > 24.0) highlight *= highlight;   // ^32
+    if (shininess > 48.0) highlight *= highlight;   // ^64
+    color += spec * lit * KEY_COLOR * highlight * step(0.0, dot(n, u_light_dir));
     return linear_to_srgb(color);
 }

@@ -23,6 +23,6 @@ void main() {
     vec3 world = rot * (v_center + v_radius * n - u_view[3].xyz);
     float edge = 2.0 / max(v_size_px, 1.0);          // one pixel, in sprite units
     float alpha = 1.0 - smoothstep(1.0 - edge, 1.0, sqrt(r2));
-    float lit = shadow_visibility(world, n_world, 1.5);
-    f_color = vec4(shade(v_color, n_world, world, u_spec, 40.0, lit, 1.0), alpha);
+    float lit = shadow_visibility(world, n_world);
+    f_color = vec4(shade(v_color, n_world, world, u_spec, 32.0, lit, 1.0), alpha);
 }

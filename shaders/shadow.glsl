@@ -3,12 +3,16 @@
 // the scene each frame (ropesim.render.shadow). Included by the fragment shaders
 // of everything that receives shadows.
 //
-// shadow_visibility: percentage-closer filtering (PCF) of 12 Poisson taps, each a
-// hardware 2x2 comparison, over a disc radius_texels wide; the receiver is pushed
+// shadow_visibility (everything but the floor): one hardware 2x2 comparison
+// (bilinear percentage-closer filtering, soft over a texel: a software
+// rasteriser pays for every tap, per sample under MSAA); the receiver is pushed
 // along its normal by a texel or more first so surfaces do not shadow themselves.
-// contact_shadow (the floor): the same with a disc that widens with the distance
+// contact_shadow (the floor): 12 taps over a disc that widens with the distance
 // to the caster (a blocker search on the raw depth first), and an occlusion term
 // that darkens the floor's ambient light close under a caster (contact shading).
+// It is costly, so floor_shadow.frag evaluates it once per texel of a small
+// texture laid over the shadow map (indexed by the same light coordinates) and
+// the floor reads that back with floor_shadow(): one bilinear tap per pixel.
 
 uniform bool u_shadows;                 // false: everything fully lit
 uniform sampler2DShadow u_shadow_map;   // depth, compared (LINEAR: 2x2 PCF per tap)
@@ -17,6 +21,7 @@ uniform mat4 u_light_vp;                // world -> light clip space
 uniform float u_shadow_texel_m;         // m covered by one shadow-map texel
 uniform float u_light_depth_m;          // m covered by the light's depth range 0..1
 uniform float u_receiver_bias_m;        // extra normal offset, m (coarse casters)
+uniform sampler2D u_floor_shadow;       // (visibility, occlusion) of the floor by light uv
 
 const vec2 POISSON[12] = vec2[12](
     vec2(-0.326, -0.406), vec2(-0.840, -0.074), vec2(-0.696, 0.457), vec2(-0.203, 0.621),
@@ -42,12 +47,12 @@ float pcf(vec3 p, float radius_texels) {
 }
 
 // n: unit normal of the receiver (either side); 1 = lit, 0 = in shadow.
-float shadow_visibility(vec3 world, vec3 n, float radius_texels) {
+float shadow_visibility(vec3 world, vec3 n) {
     if (!u_shadows) return 1.0;
     float offset = 1.5 * u_shadow_texel_m + u_receiver_bias_m;
     vec3 p = light_coords(world + n * offset);
     if (outside_map(p)) return 1.0;
-    return pcf(p, radius_texels);
+    return texture(u_shadow_map, p);
 }
 
 // The floor: visibility of the key light, and in occlusion how much of the
@@ -72,4 +77,12 @@ float contact_shadow(vec3 world, vec3 n, out float occlusion) {
     float near_caster = exp(-gap_texels / 90.0);
     occlusion = (1.0 - visibility) * near_caster;
     return mix(1.0, visibility, 0.55 + 0.45 * near_caster);
+}
+
+// The floor's (visibility, occlusion) from the texture floor_shadow.frag made.
+vec2 floor_shadow(vec3 world) {
+    if (!u_shadows) return vec2(1.0, 0.0);
+    vec3 p = light_coords(world);
+    if (any(lessThan(p.xy, vec2(0.0))) || any(greaterThan(p.xy, vec2(1.0)))) return vec2(1.0, 0.0);
+    return texture(u_floor_shadow, p.xy).rg;
 }

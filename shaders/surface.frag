@@ -20,7 +20,6 @@ uniform float u_spec;         // highlight strength
 uniform bool u_fabric;        // draw the fabric pattern (cloth)
 uniform float u_stripe;       // gingham band width, grid cells
 uniform bool u_strain;        // colour by v_strain instead of the face colours
-uniform float u_shadow_radius;   // PCF disc radius, shadow-map texels
 uniform float u_ground_y;     // m: ambient darkens within u_contact_m above it
 uniform float u_contact_m;    // m, 0 = no contact darkening
 
@@ -68,9 +67,9 @@ void main() {
     }
     if (u_strain) base = strain_color(v_strain);
     if (u_fabric) base *= fabric(v_uv);
-    float lit = shadow_visibility(v_world, n, u_shadow_radius);
+    float lit = shadow_visibility(v_world, n);
     float ao = 1.0;
     if (u_contact_m > 0.0)
         ao = mix(0.45, 1.0, smoothstep(0.0, u_contact_m, v_world.y - u_ground_y));
-    f_color = vec4(shade(base, n, v_world, u_spec, 48.0, lit, ao), 1.0);
+    f_color = vec4(shade(base, n, v_world, u_spec, 32.0, lit, ao), 1.0);
 }

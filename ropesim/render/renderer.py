@@ -46,7 +46,7 @@ from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowMap, fit_ligh
 from .strain import vertex_strain
 from .surface import vertex_normals
 from .tube import (SPRITE_RADIUS_SHARE, SPRITE_RADIUS_SHARE_ROPE, TUBE_RADIUS_SHARE,
-                   cylinder_mesh, scene_spacing, tube_springs)
+                   TUBE_SEGMENTS, bounds, scene_spacing, spring_indices, tube_springs)
 
 __all__ = [
     "WIREFRAME_MODES",
@@ -93,17 +93,22 @@ STRAIN_STOPS = (
     (1.0, (0.98, 0.16, 0.10)),    # stretched: red
 )
 
-LOD_CELL_PX = 3.0          # coarsen the drawn cloth grid while its cells are smaller, px
+LOD_CELL_PX = 7.0          # coarsen the drawn cloth grid while its cells stay under this, px
 LOD_STRIDES = (1, 2, 4, 8)
 SHADOW_CAST_CELLS = 48     # cells a side of the cloth grid that casts the shadow, at most
 SHADOW_RESOLUTION = 1024   # shadow-map texels a side
 TUBE_MIN_PX = 2.5          # thinnest tube on screen, px (diameter)
 FABRIC_BANDS = 12          # gingham bands across the longer side of a cloth
-BACKDROP_GAP = 0.08        # planar scenes: backdrop behind z = 0, times the scene extent
+BACKDROP_GAP = 0.04        # planar scenes: backdrop behind z = 0, times the scene extent
 CONTACT_SPACINGS = 3.0     # surfaces darken within this many spacings above the floor
 
-# Texture units.
-_UNIT_POSITIONS, _UNIT_SHADOW_COMPARE, _UNIT_SHADOW_RAW = 0, 1, 2
+# Texture units, one per sampler uniform of the shaders.
+_UNIT_POSITIONS, _UNIT_SHADOW_COMPARE, _UNIT_SHADOW_RAW, _UNIT_FLOOR_SHADOW = 0, 1, 2, 3
+_UNIT_SPRINGS, _UNIT_REST = 4, 5
+_UNITS = {"u_positions": _UNIT_POSITIONS, "u_shadow_map": _UNIT_SHADOW_COMPARE,
+          "u_shadow_depth": _UNIT_SHADOW_RAW, "u_floor_shadow": _UNIT_FLOOR_SHADOW,
+          "u_springs": _UNIT_SPRINGS, "u_rest": _UNIT_REST}
+LINE_CORNERS = 4           # vertices of a spring drawn as a line quad
 
 
 def strain_color_stops(strain_scale: float = 0.05) -> list[tuple[float, tuple[float, float, float]]]:
@@ -200,8 +205,7 @@ def _program(ctx: moderngl.Context, vertex: str, fragment: str) -> moderngl.Prog
     except moderngl.Error as exc:
         raise RuntimeError(f"building shader program {vertex} + {fragment} failed: {exc}") from exc
     # Every sampler gets its own unit once: samplers of different types must not share one.
-    for name, unit in (("u_positions", _UNIT_POSITIONS), ("u_shadow_map", _UNIT_SHADOW_COMPARE),
-                       ("u_shadow_depth", _UNIT_SHADOW_RAW)):
+    for name, unit in _UNITS.items():
         _set(prog, name, unit)
     return prog
 
@@ -238,28 +242,37 @@ def grid_triangles(triangles: np.ndarray, rows: int, cols: int,
                    stride: int) -> np.ndarray | None:
     """The triangles of a rows x cols particle grid (id = row * cols + col) over
     every ``stride``-th row and column (the last row and column always kept),
-    wound like the first cell of ``triangles``; None if ``triangles`` are not two
-    per grid cell starting with cell (0, 0)."""
-    tris = np.asarray(triangles).reshape(-1, 3)
-    if tris.shape[0] != 2 * (rows - 1) * (cols - 1):
+    wound like ``triangles``; None unless ``triangles`` are two per grid cell, in
+    two corner patterns shared by every cell."""
+    tris = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    cells = (rows - 1) * (cols - 1)
+    if tris.shape[0] != 2 * cells or rows < 2 or cols < 2:
         return None
-    corners = {0: (0, 0), 1: (0, 1), cols: (1, 0), cols + 1: (1, 1)}
-    try:
-        pattern = [[corners[int(v)] for v in tri] for tri in tris[:2]]
-    except KeyError:
+    r, c = np.divmod(tris, cols)
+    r0, c0 = r.min(axis=1, keepdims=True), c.min(axis=1, keepdims=True)
+    dr, dc = r - r0, c - c0
+    if dr.max() > 1 or dc.max() > 1:
+        return None
+    codes = (dr * 2 + dc) @ np.array([16, 4, 1])      # the corner pattern, as one number
+    patterns = np.unique(codes)
+    if len(patterns) != 2 or np.count_nonzero(codes == patterns[0]) != cells:
         return None
     if stride == 1:
         return np.ascontiguousarray(tris, dtype=np.uint32)
-    r = np.unique(np.append(np.arange(0, rows, stride), rows - 1))
-    c = np.unique(np.append(np.arange(0, cols, stride), cols - 1))
-    rr = np.stack([r[:-1], r[1:]])          # (2, cells down): top and bottom row of each cell
-    cc = np.stack([c[:-1], c[1:]])
+    kept_r = np.unique(np.append(np.arange(0, rows, stride), rows - 1))
+    kept_c = np.unique(np.append(np.arange(0, cols, stride), cols - 1))
+    top, bottom = kept_r[:-1, None], kept_r[1:, None]
+    left, right = kept_c[None, :-1], kept_c[None, 1:]
     out = []
-    for tri in pattern:
-        corner_ids = [rr[dr][:, None] * cols + cc[dc][None, :] for dr, dc in tri]
-        out.append(np.stack(corner_ids, axis=-1).reshape(-1, 3))
-    # interleave so each coarse cell's two triangles stay together, like the input
-    return np.ascontiguousarray(np.stack(out, axis=1).reshape(-1, 3), dtype=np.uint32)
+    for code in patterns:
+        first = int(np.flatnonzero(codes == code)[0])
+        corners = []
+        for k in range(3):
+            row = bottom if dr[first, k] else top
+            col = right if dc[first, k] else left
+            corners.append((row * cols + col).reshape(-1))
+        out.append(np.stack(corners, axis=-1))
+    return np.ascontiguousarray(np.concatenate(out), dtype=np.uint32)
 
 
 def _rest_positions(system: Any) -> np.ndarray:
@@ -312,6 +325,39 @@ def _eye_and_forward(view: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return eye, -rot[:, 2]
 
 
+# Two triangles of a line quad over its corners (2 * end + side).
+_LINE_QUAD = np.array([[0, 1, 2], [2, 1, 3]], dtype=np.uint32)
+
+
+def _cylinder_triangles(segments: int) -> np.ndarray:
+    """Triangles of an open cylinder over its corners ring * (segments + 1) + side
+    (tube.vert), counter-clockwise seen from outside."""
+    i = np.arange(segments, dtype=np.uint32)
+    j = i + segments + 1          # the same side on the second ring
+    return np.concatenate([np.stack([i, i + 1, j + 1], -1), np.stack([i, j + 1, j], -1)])
+
+
+@dataclass
+class _SpringSet:
+    """Springs drawn by vertex id (springs.glsl): the (m, 2) particle-index buffer
+    and the textures made from it, and one index-buffer vertex array per program."""
+
+    ends_buffer: moderngl.Buffer
+    ends: moderngl.Texture
+    rest: moderngl.Texture
+    vaos: list[moderngl.VertexArray]
+    corners: int
+    count: int
+
+    def draw(self, which: int) -> None:
+        """Draw with the ``which``-th program (the caller has set its other uniforms)."""
+        vao = self.vaos[which]
+        _set(vao.program, "u_vertices_per_spring", self.corners)
+        self.ends.use(_UNIT_SPRINGS)
+        self.rest.use(_UNIT_REST)
+        vao.render(moderngl.TRIANGLES)
+
+
 # --- the renderer ------------------------------------------------------------------
 
 @dataclass
@@ -326,6 +372,8 @@ class _Frame:
     viewport: tuple[float, float]
     ground: float | None
     spheres: list[tuple[np.ndarray, float]]
+    lo: np.ndarray         # m, per-axis minimum of the particle positions
+    hi: np.ndarray         # m, and maximum
     surface: bool          # the cloth surface
     tube: bool             # springs as tubes (systems without a surface)
     springs: bool          # springs as lines
@@ -369,6 +417,7 @@ class Renderer:
             "particles": _program(ctx, "particles.vert", "particles.frag"),
             "particles_depth": _program(ctx, "particles.vert", "sprite_depth.frag"),
             "grid": _program(ctx, "grid.vert", "grid.frag"),
+            "floor_shadow": _program(ctx, "floor_shadow.vert", "floor_shadow.frag"),
         }
         strain_colors = tuple(c for _, c in STRAIN_STOPS)
         for prog in self.programs.values():
@@ -387,6 +436,8 @@ class Renderer:
         corners = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], dtype=np.float32)
         self._grid_vbo = ctx.buffer(corners.tobytes())
         self._grid_vao = ctx.vertex_array(progs["grid"], [(self._grid_vbo, "2f", "in_corner")])
+        self._floor_shadow_vao = ctx.vertex_array(progs["floor_shadow"],
+                                                  [(self._grid_vbo, "2f", "in_corner")])
         verts, tris = uv_sphere()
         self._sphere_vbo = ctx.buffer(verts.tobytes())
         self._sphere_ibo = ctx.buffer(tris.tobytes())
@@ -398,22 +449,34 @@ class Renderer:
                 index_buffer=self._sphere_ibo, index_element_size=4)
             for name in ("surface", "surface_depth")
         }
-        cyl_verts, cyl_tris = cylinder_mesh()
-        self._cylinder_vbo = ctx.buffer(cyl_verts.tobytes())
-        self._cylinder_ibo = ctx.buffer(cyl_tris.tobytes())
-        # (end, side) corners of a line quad, as a triangle strip
-        quad = np.array([[0, -1], [0, 1], [1, -1], [1, 1]], dtype=np.float32)
-        self._quad_vbo = ctx.buffer(quad.tobytes())
-        self._static = [self._grid_vao, self._grid_vbo, *self._sphere_vaos.values(),
-                        self._sphere_vbo, self._sphere_ibo, self._cylinder_vbo,
-                        self._cylinder_ibo, self._quad_vbo, self.shadow_map]
+        self._static = [self._grid_vao, self._floor_shadow_vao, self._grid_vbo,
+                        *self._sphere_vaos.values(), self._sphere_vbo, self._sphere_ibo,
+                        self.shadow_map]
 
-    def _instanced_lines(self, ends: moderngl.Buffer, rest: moderngl.Buffer) -> moderngl.VertexArray:
-        return self.ctx.vertex_array(self.programs["lines"], [
-            (self._quad_vbo, "2f", "in_corner"),
-            (ends, "2u4/i", "in_ends"),
-            (rest, "f4/i", "in_rest"),
-        ])
+    def _spring_set(self, springs: np.ndarray, rest: np.ndarray,
+                    programs: Sequence[str], corners: int,
+                    corner_triangles: np.ndarray) -> "_SpringSet":
+        """GL objects to draw ``springs`` ((m, 2) uint32, rest lengths (m,) m) with
+        the vertex-id shaders (springs.glsl) of ``programs``."""
+        ctx = self.ctx
+        m = springs.shape[0]
+        cols = min(m, 4096)
+        rows = -(-m // cols)
+        pairs = np.zeros((rows * cols, 2), dtype=np.uint32)
+        pairs[:m] = springs
+        lengths = np.zeros(rows * cols, dtype=np.float32)
+        lengths[:m] = rest
+        ends_buffer = ctx.buffer(pairs.tobytes())
+        ends = ctx.texture((cols, rows), 2, dtype="u4")
+        ends.write(ends_buffer)                      # uploaded from the buffer
+        rest_tex = ctx.texture((cols, rows), 1, lengths.tobytes(), dtype="f4")
+        for tex in (ends, rest_tex):
+            tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        ibo = ctx.buffer(spring_indices(m, corners, corner_triangles).tobytes())
+        vaos = [ctx.vertex_array(self.programs[name], [], index_buffer=ibo, index_element_size=4)
+                for name in programs]
+        self._scene += [*vaos, ibo, ends, rest_tex, ends_buffer]
+        return _SpringSet(ends_buffer, ends, rest_tex, vaos, corners, m)
 
     def rebuild(self, sim: Any) -> None:
         """Replace the scene: free its buffers and build new ones for ``sim``."""
@@ -452,12 +515,10 @@ class Renderer:
         rest = getattr(sim, "rest_lengths", None)
         self._rest = np.ascontiguousarray(
             np.asarray(system.rest_lengths if rest is None else rest, dtype=np.float32))
-        self._ibo_springs = self._vao_springs = None
+        self._lines = None
         if self.n_springs:
-            self._ibo_springs = ctx.buffer(springs.tobytes())
-            self._rest_vbo = ctx.buffer(self._rest.tobytes())
-            self._vao_springs = self._instanced_lines(self._ibo_springs, self._rest_vbo)
-            self._scene += [self._vao_springs, self._ibo_springs, self._rest_vbo]
+            self._lines = self._spring_set(springs, self._rest, ["lines"], LINE_CORNERS,
+                                           _LINE_QUAD)
 
         particle_attrs = [(self._vbo_pos, "3f", "in_position"), (self._vbo_flags, "u4", "in_flags"),
                           (self._vbo_strain, "f4", "in_strain")]
@@ -487,20 +548,13 @@ class Renderer:
                             self._vbo_uv, self._ibo_tris]
         self._grid_shape = getattr(system, "grid_shape", None)
 
-        self._vao_tube = self._vao_tube_depth = None
+        self._tube = None
         if self._triangles is None and self.n_springs:
             keep = tube_springs(springs, self._rest)
             if keep.size:
-                tube_ends = ctx.buffer(np.ascontiguousarray(springs[keep]).tobytes())
-                tube_rest = ctx.buffer(np.ascontiguousarray(self._rest[keep]).tobytes())
-                attrs = [(self._cylinder_vbo, "3f", "in_ring"), (tube_ends, "2u4/i", "in_ends"),
-                         (tube_rest, "f4/i", "in_rest")]
-                self._vao_tube, self._vao_tube_depth = (
-                    ctx.vertex_array(progs[name], attrs, index_buffer=self._cylinder_ibo,
-                                     index_element_size=4, skip_errors=True)
-                    for name in ("tube", "tube_depth"))
-                self.n_tube_springs = int(keep.size)
-                self._scene += [self._vao_tube, self._vao_tube_depth, tube_ends, tube_rest]
+                self._tube = self._spring_set(springs[keep], self._rest[keep],
+                                              ["tube", "tube_depth"], 2 * (TUBE_SEGMENTS + 1),
+                                              _cylinder_triangles(TUBE_SEGMENTS))
 
         self._frame_scene(positions, bool(system.planar))
         self._build_axes()
@@ -533,16 +587,15 @@ class Renderer:
         return self._lod[stride] or self._lod[1]
 
     def _build_axes(self) -> None:
-        """The origin axes as three instanced lines over their own position texture."""
-        ctx = self.ctx
+        """The origin axes: three lines from the origin over their own position texture."""
         ends = np.zeros((4, 3), dtype=np.float32)        # origin, x, y, z ends
         ends[1:] = np.eye(3) * self.axis_length
-        self._axes_tex = ctx.texture((4, 1), 3, ends.tobytes(), dtype="f4")
+        self._axes_tex = self.ctx.texture((4, 1), 3, ends.tobytes(), dtype="f4")
         self._axes_tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
-        self._axes_ends = ctx.buffer(np.array([[0, 1], [0, 2], [0, 3]], np.uint32).tobytes())
-        self._axes_rest = ctx.buffer(np.zeros(3, np.float32).tobytes())
-        self._axes_vao = self._instanced_lines(self._axes_ends, self._axes_rest)
-        self._scene += [self._axes_vao, self._axes_tex, self._axes_ends, self._axes_rest]
+        self._scene.append(self._axes_tex)
+        self._axes = self._spring_set(np.array([[0, 1], [0, 2], [0, 3]], np.uint32),
+                                      np.zeros(3, np.float32), ["lines"], LINE_CORNERS,
+                                      _LINE_QUAD)
 
     def _frame_scene(self, positions: np.ndarray, planar: bool) -> None:
         """Sizes derived from the initial scene: particle and tube radius, grid and axes (m)."""
@@ -589,7 +642,7 @@ class Renderer:
             "positions": self._vbo_pos,
             "normals": self._vbo_normals,
             "flags": self._vbo_flags,
-            "springs": self._ibo_springs,
+            "springs": None if self._lines is None else self._lines.ends_buffer,
             "triangles": self._ibo_tris,
         }
 
@@ -600,7 +653,7 @@ class Renderer:
     @property
     def has_tube(self) -> bool:
         """Whether the scene is drawn as a tube in the surface modes (no surface, some springs)."""
-        return self._vao_tube is not None
+        return self._tube is not None
 
     @property
     def normals(self) -> np.ndarray | None:
@@ -714,6 +767,8 @@ class Renderer:
         self._pos_tex.use(_UNIT_POSITIONS)
         if opts.shadows:
             self._draw_shadow_map(frame)
+            if opts.show_grid:
+                self._draw_floor_shadow(frame.ground)
         target.use()
         ctx.viewport = (0, 0, int(width), int(height))
         if clear:
@@ -721,14 +776,14 @@ class Renderer:
             ctx.clear(bg[0], bg[1], bg[2], 1.0, depth=1.0)
         self._set_frame_uniforms(frame, opts)
         if opts.shadows:
-            self.shadow_map.bind(_UNIT_SHADOW_COMPARE, _UNIT_SHADOW_RAW)
+            self.shadow_map.bind(_UNIT_SHADOW_COMPARE, _UNIT_SHADOW_RAW, _UNIT_FLOOR_SHADOW)
 
         if frame.surface:
             self._draw_surface(frame, opts)
         if frame.tube:
             self._draw_tube(opts)
         self._draw_spheres(frame.spheres)
-        if frame.springs and self._vao_springs is not None:
+        if frame.springs and self._lines is not None:
             body = frame.surface or frame.tube
             self._draw_springs(opts, SPRING_ON_SURFACE_COLOR if body else SPRING_COLOR)
         self._draw_particles(frame, opts)
@@ -748,9 +803,10 @@ class Renderer:
         body = opts.mode in ("surface", "surface+springs")
         surface = self.has_surface and body
         tube = self.has_tube and body
+        lo, hi = bounds(self.sim.positions)
         return _Frame(
             view=view, proj=proj, view_proj=view @ proj, eye=eye, forward=forward,
-            viewport=(float(width), float(height)), ground=ground, spheres=spheres,
+            viewport=(float(width), float(height)), ground=ground, spheres=spheres, lo=lo, hi=hi,
             surface=surface, tube=tube,
             springs=not (surface or tube) or opts.mode == "surface+springs",
             all_particles=not (surface or tube) or opts.mode == "surface+springs",
@@ -776,9 +832,8 @@ class Renderer:
     def _draw_shadow_map(self, frame: _Frame) -> None:
         """Depth of every caster seen from the key light, into the shadow map."""
         ctx, progs = self.ctx, self.programs
-        pos = self.sim.positions
-        lo, hi = pos.min(axis=0).astype(np.float64), pos.max(axis=0).astype(np.float64)
         pad = max(self.particle_radius, self.tube_radius)
+        lo, hi = frame.lo, frame.hi
         lo, hi = lo - pad, hi + pad
         for center, radius in frame.spheres:
             lo = np.minimum(lo, center - radius)
@@ -817,7 +872,8 @@ class Renderer:
             prog = progs["tube_depth"]
             _set(prog, "u_radius_m", self.tube_radius)
             _set(prog, "u_min_px", 0.0)
-            self._vao_tube_depth.render(moderngl.TRIANGLES)
+            _set(prog, "u_segments", TUBE_SEGMENTS)
+            self._tube.draw(1)
         prog = progs["surface_depth"]
         for center, radius in frame.spheres:
             _set(prog, "u_offset_scale", (*map(float, center), self._drawn_sphere_radius(radius)))
@@ -827,6 +883,28 @@ class Renderer:
             _set_matrix(prog, "u_light_vp", lf.view_proj)
             _set(prog, "u_shadow_texel_m", float(lf.texel_m))
             _set(prog, "u_light_depth_m", float(lf.depth_m))
+
+    def _floor_plane(self, ground: float | None) -> tuple[tuple[float, float, float],
+                                                          tuple[float, float, float]]:
+        """A point (m) and the unit normal of the floor, or of a planar scene's backdrop."""
+        if self.planar:
+            return (0.0, 0.0, self._backdrop_z()), (0.0, 0.0, 1.0)
+        return (0.0, self._floor_height(ground), 0.0), (0.0, 1.0, 0.0)
+
+    def _draw_floor_shadow(self, ground: float | None) -> None:
+        """The floor's soft shadow and contact occlusion into the floor-shadow texture."""
+        prog = self.programs["floor_shadow"]
+        point, normal = self._floor_plane(ground)
+        _set_matrix(prog, "u_light_vp_inverse", np.linalg.inv(self._light.view_proj.astype(np.float64)))
+        _set(prog, "u_plane_point", point)
+        _set(prog, "u_plane_normal", normal)
+        _set(prog, "u_shadows", True)
+        self.shadow_map.bind(_UNIT_SHADOW_COMPARE, _UNIT_SHADOW_RAW)
+        self.shadow_map.begin_floor()
+        self.ctx.disable(moderngl.DEPTH_TEST)
+        self._floor_shadow_vao.render(moderngl.TRIANGLE_STRIP)
+        self.ctx.enable(moderngl.DEPTH_TEST)
+        self.shadow_map.unbind(_UNIT_SHADOW_COMPARE)
 
     def _cast_stride(self) -> int:
         """Grid stride of the cloth that casts the shadow: at most SHADOW_CAST_CELLS cells."""
@@ -839,15 +917,15 @@ class Renderer:
         return stride
 
     def _view_stride(self, frame: _Frame) -> int:
-        """Grid stride of the drawn cloth: coarser while its cells are under LOD_CELL_PX."""
+        """Grid stride of the drawn cloth: coarser while its cells, at the depth of the
+        cloth's centre, are under LOD_CELL_PX."""
         if self._grid_shape is None:
             return 1
-        pos = self.sim.positions
-        lo, hi = pos.min(axis=0), pos.max(axis=0)
-        nearest = float(np.linalg.norm(frame.eye - np.clip(frame.eye, lo, hi)))
-        if nearest <= 1e-9:
+        center = 0.5 * (frame.lo + frame.hi)
+        depth = float((center - frame.eye) @ frame.forward)
+        if depth <= 1e-9:
             return 1
-        cell_px = self.spacing * float(frame.proj[1, 1]) * 0.5 * frame.viewport[1] / nearest
+        cell_px = self.spacing * float(frame.proj[1, 1]) * 0.5 * frame.viewport[1] / depth
         stride = 1
         for s in LOD_STRIDES:
             if s * cell_px <= LOD_CELL_PX:
@@ -884,7 +962,6 @@ class Renderer:
         _set(prog, "u_fabric", True)
         _set(prog, "u_stripe", float(self._stripe))
         _set(prog, "u_strain", bool(opts.strain_colors))
-        _set(prog, "u_shadow_radius", 1.5)
         # the shadow comes from a coarser grid: keep its cells from shading this one
         _set(prog, "u_receiver_bias_m", 0.5 * self.shadow_stride * self.spacing)
         self._contact_uniforms(prog, frame.ground)
@@ -903,11 +980,11 @@ class Renderer:
         _set(prog, "u_spec", 0.18)
         _set(prog, "u_fabric", False)
         _set(prog, "u_strain", bool(opts.strain_colors))
-        _set(prog, "u_shadow_radius", 1.5)
         _set(prog, "u_radius_m", self.tube_radius)
         _set(prog, "u_min_px", TUBE_MIN_PX)
+        _set(prog, "u_segments", TUBE_SEGMENTS)
         self._contact_uniforms(prog, None)
-        self._vao_tube.render(moderngl.TRIANGLES, instances=self.n_tube_springs)
+        self._tube.draw(0)
         prog = self.programs["particles"]
         self._particle_uniforms(prog, opts, self.tube_radius, TUBE_MIN_PX, 1.0)
         prog["u_palette"].value = (ROPE_COLOR,) + PARTICLE_PALETTE[1:]
@@ -923,7 +1000,6 @@ class Renderer:
         _set(prog, "u_spec", 0.35)
         _set(prog, "u_fabric", False)
         _set(prog, "u_strain", False)
-        _set(prog, "u_shadow_radius", 2.0)
         _set(prog, "u_contact_m", 0.0)
         for center, radius in spheres:
             prog["u_offset_scale"].value = (*map(float, center), self._drawn_sphere_radius(radius))
@@ -938,13 +1014,13 @@ class Renderer:
 
     def _draw_springs(self, opts: RenderOptions, color: Color) -> None:
         self._line_uniforms(opts.spring_width_px, color, 1 if opts.strain_colors else 0)
-        self._vao_springs.render(moderngl.TRIANGLE_STRIP, vertices=4, instances=self.n_springs)
+        self._lines.draw(0)
 
     def _draw_axes(self, width_px: float) -> None:
         prog = self._line_uniforms(width_px, AXIS_COLORS[0], 2)
         _set(prog, "u_palette", AXIS_COLORS)
         self._axes_tex.use(_UNIT_POSITIONS)
-        self._axes_vao.render(moderngl.TRIANGLE_STRIP, vertices=4, instances=3)
+        self._axes.draw(0)
         self._pos_tex.use(_UNIT_POSITIONS)
 
     def _particle_uniforms(self, prog: moderngl.Program, opts: RenderOptions, radius: float,
@@ -965,7 +1041,7 @@ class Renderer:
         # on a surface or tube the plain particles are small markers, so the body stays readable
         body = frame.surface or frame.tube
         self._particle_uniforms(prog, opts, self.particle_radius, opts.particle_min_px,
-                                0.55 if body else 1.0)
+                                0.55 if frame.surface else 1.0)
         # Blending only smooths the one-pixel rim of each sprite.
         self.ctx.enable(moderngl.BLEND)
         self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
@@ -985,20 +1061,17 @@ class Renderer:
         if self.planar:
             origin = (cx, cy, self._backdrop_z())
             axis_u, axis_v = (half, 0.0, 0.0), (0.0, half, 0.0)
-            normal = (0.0, 0.0, 1.0)
         else:
             origin = (cx, self._floor_height(ground), float(self._center[2]))
             axis_u, axis_v = (half, 0.0, 0.0), (0.0, 0.0, half)
-            normal = (0.0, 1.0, 0.0)
         prog["u_origin"].value = origin
         prog["u_axis_u"].value = axis_u
         prog["u_axis_v"].value = axis_v
-        _set(prog, "u_plane_normal", normal)
         prog["u_cell"].value = self.grid_cell
         prog["u_major"].value = 10.0
         prog["u_line_color"].value = GRID_LINE_COLOR
         prog["u_fill_color"].value = GRID_FILL_COLOR
-        prog["u_fill_alpha"].value = 0.85 if ground is not None else 0.35
+        prog["u_fill_alpha"].value = 0.85
         _set(prog, "u_shade_below", self.planar and ground is not None)
         _set(prog, "u_ground_y", float(ground) if ground is not None else 0.0)
         self.ctx.enable(moderngl.BLEND)

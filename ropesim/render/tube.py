@@ -1,8 +1,9 @@
 """Sizes and meshes for drawing springs as tubes and particles as balls (no OpenGL).
 
 A system without a surface (rope, ring, star, random network) is drawn as a lit
-tube along its springs: one instanced open cylinder per spring, with sphere
-impostors of the same radius closing the joints. Everything is sized from the
+tube along its springs: an open cylinder of :data:`TUBE_SEGMENTS` sides per
+spring (drawn by vertex id, :func:`spring_indices`), with sphere impostors of
+the same radius closing the joints. Everything is sized from the
 scene's *spacing*, the typical distance between neighbouring particles at rest
 (:func:`scene_spacing`), so a 150-link chain and a 40-node random network both
 look right:
@@ -22,17 +23,43 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "bounds",
     "TUBE_RADIUS_SHARE",
     "SPRITE_RADIUS_SHARE",
     "SPRITE_RADIUS_SHARE_ROPE",
     "scene_spacing",
     "tube_springs",
-    "cylinder_mesh",
+    "TUBE_SEGMENTS",
+    "spring_indices",
 ]
 
-TUBE_RADIUS_SHARE = 0.16         # tube radius / spacing
+TUBE_RADIUS_SHARE = 0.2          # tube radius / spacing
 SPRITE_RADIUS_SHARE = 0.2        # particle sprite radius / spacing, systems with a surface
 SPRITE_RADIUS_SHARE_ROPE = 0.3   # particle sprite radius / spacing, the others
+TUBE_SEGMENTS = 10               # sides of a tube's cylinders
+
+
+@njit(cache=True, nogil=True)
+def _bounds(points: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+    for k in range(3):
+        lo[k] = np.inf
+        hi[k] = -np.inf
+    for i in range(points.shape[0]):
+        for k in range(3):
+            v = points[i, k]
+            if v < lo[k]:
+                lo[k] = v
+            if v > hi[k]:
+                hi[k] = v
+
+
+def bounds(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-axis minimum and maximum, m, of (n, 3) points with n >= 1, as two float64
+    (3,) arrays (one pass; numpy's axis-0 min/max of a narrow array is much slower)."""
+    lo = np.empty(3)
+    hi = np.empty(3)
+    _bounds(points, lo, hi)
+    return lo, hi
 
 
 @njit(cache=True)
@@ -100,17 +127,13 @@ def tube_springs(springs: np.ndarray, rest_lengths: np.ndarray,
     return np.asarray(keep, dtype=np.uint32)
 
 
-def cylinder_mesh(segments: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """An open unit cylinder: (2 * (segments + 1), 3) float32 vertices
-    (cos a, sin a, t) with t 0 at one end and 1 at the other, and
-    (2 * segments, 3) uint32 triangles, counter-clockwise seen from outside."""
-    if segments < 3:
-        raise ValueError(f"segments: must be >= 3, got {segments}")
-    angle = np.linspace(0.0, 2.0 * np.pi, segments + 1)
-    ring = np.stack([np.cos(angle), np.sin(angle)], axis=-1)
-    verts = np.concatenate([np.column_stack([ring, np.zeros(segments + 1)]),
-                            np.column_stack([ring, np.ones(segments + 1)])])
-    i = np.arange(segments)
-    j = segments + 1 + i          # the same angle at t = 1
-    tris = np.concatenate([np.stack([i, i + 1, j + 1], -1), np.stack([i, j + 1, j], -1)])
-    return verts.astype(np.float32), tris.astype(np.uint32)
+def spring_indices(count: int, corners: int, corner_triangles: np.ndarray) -> np.ndarray:
+    """Index buffer for ``count`` springs drawn by vertex id: spring k's copy of
+    ``corner_triangles`` ((t, 3) corner numbers below ``corners``) offset by
+    k * corners, as (count * t * 3,) uint32."""
+    tris = np.asarray(corner_triangles, dtype=np.uint64).reshape(-1)
+    base = np.arange(count, dtype=np.uint64)[:, None] * np.uint64(corners)
+    out = base + tris[None, :]
+    if out.size and out.max() >= 2 ** 32:
+        raise ValueError(f"count: {count} springs of {corners} corners overflow 32-bit indices")
+    return out.astype(np.uint32).reshape(-1)
