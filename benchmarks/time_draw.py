@@ -51,11 +51,8 @@ def wavy_cloth(n: int):
 def time_draws(ctx, renderer, camera, width: int, height: int, options, samples: int,
                draws: int) -> tuple[float, float]:
     """Median wall-clock and CPU milliseconds of one draw + finish into a
-    width x height target."""
-    from ropesim.render.renderer import OffscreenTarget
-
-    target = OffscreenTarget(ctx, width, height, samples)
-    target.use()
+    width x height target (the renderer's own offscreen one)."""
+    renderer.frame_grabber(width, height, samples).target.use()
     wall, cpu = [], []
     for i in range(draws + 3):
         t, c = time.perf_counter(), time.process_time()
@@ -64,7 +61,6 @@ def time_draws(ctx, renderer, camera, width: int, height: int, options, samples:
         if i >= 3:
             wall.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
-    target.release()
     return 1e3 * statistics.median(wall), 1e3 * statistics.median(cpu)
 
 
@@ -88,13 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
 
+    import moderngl
+
     from ropesim.render.camera import OrbitCamera
-    from ropesim.render.renderer import (WIREFRAME_MODES, Renderer, RenderOptions,
-                                         create_headless_context)
+    from ropesim.render.renderer import WIREFRAME_MODES, Renderer, RenderOptions
 
     width, height = (int(v) for v in args.size.lower().split("x"))
     modes = args.modes or list(WIREFRAME_MODES)
-    ctx = create_headless_context()
+    ctx = moderngl.create_standalone_context(require=330, backend="egl")
     renderer_name = ctx.info["GL_RENDERER"]
     print(f"# {renderer_name}, {width}x{height} px, median of {args.draws} draws: wall ms (CPU ms)")
     print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

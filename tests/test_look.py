@@ -18,27 +18,23 @@ from ropesim.render.renderer import (
     STRAIN_STOPS,
     Renderer,
     RenderOptions,
-    create_headless_context,
     grid_triangles,
-    render_frame,
     strain_color_stops,
 )
 from ropesim.render.shadow import LIGHT_DIRECTION
 from ropesim.render.surface import compute_normals
 from ropesim.render.tube import SPRITE_RADIUS_SHARE_ROPE, scene_spacing, tube_springs
+from test_renderer import ctx  # noqa: F401  (the EGL context fixture, shared)
 
 W, H = 320, 240
 BARE = dict(show_grid=False)   # axes are off by default
 
 
-@pytest.fixture(scope="module")
-def ctx() -> moderngl.Context:
-    try:
-        context = create_headless_context()
-    except RuntimeError as exc:   # no EGL driver on this machine at all
-        pytest.skip(str(exc))
-    yield context
-    context.release()
+def render_frame(ctx: moderngl.Context, renderer: Renderer, camera: OrbitCamera, width: int,
+                 height: int, options: RenderOptions, samples: int = 4) -> np.ndarray:
+    """One offscreen frame through the renderer's own kept FrameGrabber."""
+    assert renderer.ctx is ctx
+    return renderer.frame_grabber(width, height, samples).grab(renderer, camera, options)
 
 
 def face_on(sim: Simulation) -> OrbitCamera:
