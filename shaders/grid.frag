@@ -1,6 +1,7 @@
 #version 330 core
 // Anti-aliased grid lines (minor every cell, major every u_major cells) over a
-// translucent fill, fading out towards the edge of the plane. With
+// translucent fill, fading out towards the edge of the plane (mixed with the
+// background colour here, so the plane is drawn without blending). With
 // u_shade_below the part of the plane below world height u_ground_y is filled
 // more opaquely and the ground level gets a line (a planar scene's ground,
 // seen edge-on). The plane receives the key light's shadow with contact
@@ -17,6 +18,7 @@ uniform float u_major;         // cells per major line
 uniform vec3 u_line_color;     // sRGB
 uniform vec3 u_fill_color;     // sRGB
 uniform float u_fill_alpha;
+uniform vec3 u_background;     // sRGB: the plane fades into it (drawn opaque, no blending)
 uniform bool u_shade_below;
 uniform float u_ground_y;      // m
 
@@ -52,5 +54,5 @@ void main() {
     float fade = 1.0 - smoothstep(0.55, 1.0, length(v_corner));
     float alpha = mix(fill_alpha, 1.0, line) * fade;
     alpha = mix(alpha, max(alpha, 0.92 * fade), 1.0 - light);   // shadows stay readable
-    f_color = vec4(mix(fill, u_line_color, line) * light, alpha);
+    f_color = vec4(mix(u_background, mix(fill, u_line_color, line) * light, alpha), 1.0);
 }

@@ -7,8 +7,8 @@
 // (bilinear percentage-closer filtering, soft over a texel: a software
 // rasteriser pays for every tap, per sample under MSAA); the receiver is pushed
 // along its normal by a texel or more first so surfaces do not shadow themselves.
-// contact_shadow (the floor): 12 taps over a disc that widens with the distance
-// to the caster (a blocker search on the raw depth first), and an occlusion term
+// contact_shadow (the floor): 8 taps over a disc that widens with the distance
+// to the caster (a 4-tap blocker search on the raw depth first), and an occlusion term
 // that darkens the floor's ambient light close under a caster (contact shading).
 // It is costly, so floor_shadow.frag evaluates it once per texel of a small
 // texture laid over the shadow map (indexed by the same light coordinates) and
@@ -41,9 +41,9 @@ bool outside_map(vec3 p) {
 float pcf(vec3 p, float radius_texels) {
     vec2 texel = 1.0 / vec2(textureSize(u_shadow_map, 0));
     float sum = 0.0;
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 8; i++)
         sum += texture(u_shadow_map, vec3(p.xy + POISSON[i] * radius_texels * texel, p.z));
-    return sum / 12.0;
+    return sum / 8.0;
 }
 
 // n: unit normal of the receiver (either side); 1 = lit, 0 = in shadow.
@@ -65,7 +65,7 @@ float contact_shadow(vec3 world, vec3 n, out float occlusion) {
     vec2 texel = 1.0 / vec2(textureSize(u_shadow_depth, 0));
     float search = 24.0;
     float blockers = 0.0, depth_sum = 0.0;
-    for (int i = 0; i < 12; i += 2) {
+    for (int i = 0; i < 12; i += 3) {
         float d = texture(u_shadow_depth, p.xy + POISSON[i] * search * texel).r;
         if (d < p.z) { blockers += 1.0; depth_sum += d; }
     }

@@ -96,7 +96,7 @@ STRAIN_STOPS = (
 LOD_CELL_PX = 7.0          # coarsen the drawn cloth grid while its cells stay under this, px
 LOD_STRIDES = (1, 2, 4, 8)
 SHADOW_CAST_CELLS = 48     # cells a side of the cloth grid that casts the shadow, at most
-SHADOW_RESOLUTION = 1024   # shadow-map texels a side
+SHADOW_RESOLUTION = 768    # shadow-map texels a side
 TUBE_MIN_PX = 2.5          # thinnest tube on screen, px (diameter)
 FABRIC_BANDS = 12          # gingham bands across the longer side of a cloth
 BACKDROP_GAP = 0.04        # planar scenes: backdrop behind z = 0, times the scene extent
@@ -788,7 +788,7 @@ class Renderer:
             self._draw_springs(opts, SPRING_ON_SURFACE_COLOR if body else SPRING_COLOR)
         self._draw_particles(frame, opts)
         if opts.show_grid:
-            self._draw_grid(frame.ground)
+            self._draw_grid(frame.ground, opts.background)
         if opts.show_axes:
             self._draw_axes(opts.spring_width_px + 1.0)
         if opts.shadows:
@@ -1051,10 +1051,11 @@ class Renderer:
             self._vao_flagged.render(moderngl.POINTS, vertices=self.n_flagged)
         self.ctx.disable(moderngl.BLEND)
 
-    def _draw_grid(self, ground: float | None) -> None:
+    def _draw_grid(self, ground: float | None, background: Color) -> None:
         """Ground grid at the Ground contact's height (else below the scene), or for
         planar scenes a backdrop grid in the xy plane behind z = 0; it receives the
-        shadows."""
+        shadows. Opaque: it fades into ``background`` itself (no blending, which
+        costs a software rasteriser per sample under MSAA)."""
         prog = self.programs["grid"]
         half = 4.0 * self.extent
         cx, cy, _ = (float(v) for v in self._center)
@@ -1074,13 +1075,11 @@ class Renderer:
         prog["u_fill_alpha"].value = 0.85
         _set(prog, "u_shade_below", self.planar and ground is not None)
         _set(prog, "u_ground_y", float(ground) if ground is not None else 0.0)
-        self.ctx.enable(moderngl.BLEND)
-        self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        _set(prog, "u_background", tuple(float(c) for c in background[:3]))
         # Behind anything lying on the ground (cloth, rope) rather than z-fighting with it.
         self.ctx.polygon_offset = (2.0, 2.0)
         self._grid_vao.render(moderngl.TRIANGLE_STRIP)
         self.ctx.polygon_offset = (0.0, 0.0)
-        self.ctx.disable(moderngl.BLEND)
 
     def frame_grabber(self, width: int, height: int, samples: int = 4) -> "FrameGrabber":
         """A FrameGrabber of this size kept by the renderer (re-created only on a size change)."""
