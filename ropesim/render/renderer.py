@@ -97,7 +97,9 @@ LOD_CELL_PX = 7.0          # coarsen the drawn cloth grid while its cells stay u
 LOD_STRIDES = (1, 2, 4, 8)
 SHADOW_CAST_CELLS = 48     # cells a side of the cloth grid that casts the shadow, at most
 SHADOW_RESOLUTION = 768    # shadow-map texels a side
-TUBE_MIN_PX = 2.5          # thinnest tube on screen, px (diameter)
+TUBE_MIN_PX = 3.5          # thinnest tube on screen, px (diameter)
+TUBE_SPEC = 0.18           # highlight strength of tubes and their joints
+JOINT_SHARE = 0.96         # joint ball radius / tube radius
 FABRIC_BANDS = 12          # gingham bands across the longer side of a cloth
 BACKDROP_GAP = 0.04        # planar scenes: backdrop behind z = 0, times the scene extent
 CONTACT_SPACINGS = 3.0     # surfaces darken within this many spacings above the floor
@@ -977,7 +979,7 @@ class Renderer:
         prog = self.programs["tube"]
         prog["u_front_color"].value = ROPE_COLOR
         prog["u_back_color"].value = ROPE_COLOR
-        _set(prog, "u_spec", 0.18)
+        _set(prog, "u_spec", TUBE_SPEC)
         _set(prog, "u_fabric", False)
         _set(prog, "u_strain", bool(opts.strain_colors))
         _set(prog, "u_radius_m", self.tube_radius)
@@ -986,8 +988,12 @@ class Renderer:
         self._contact_uniforms(prog, None)
         self._tube.draw(0)
         prog = self.programs["particles"]
-        self._particle_uniforms(prog, opts, self.tube_radius, TUBE_MIN_PX, 1.0)
+        # a little thinner than the tube: where both overlap the cylinder shows (no seam),
+        # the ball only fills the wedge a bend opens
+        self._particle_uniforms(prog, opts, JOINT_SHARE * self.tube_radius,
+                                JOINT_SHARE * TUBE_MIN_PX, 1.0)
         prog["u_palette"].value = (ROPE_COLOR,) + PARTICLE_PALETTE[1:]
+        _set(prog, "u_spec", TUBE_SPEC)         # shaded like the cylinders they join
         # joints are opaque (no rim blending): they sit inside the tube's silhouette
         self._vao_particles.render(moderngl.POINTS)
 
