@@ -828,7 +828,6 @@ class Renderer:
             _set(prog, "u_px_per_m_at_1m", px_per_m_at_1m)
             _set(prog, "u_shadows", bool(opts.shadows))
             _set(prog, "u_strain_scale", float(opts.strain_scale))
-            _set(prog, "u_receiver_bias_m", 0.0)
 
     # -- shadow pass -----------------------------------------------------------------
     def _draw_shadow_map(self, frame: _Frame) -> None:
@@ -856,11 +855,15 @@ class Renderer:
         ctx.polygon_offset = (2.0, 4.0)     # slope-scaled bias against shadow acne
         for name in ("surface_depth", "tube_depth"):
             _set_matrix(progs[name], "u_view_proj", lf.view_proj)
-        if frame.surface:
+        # A cloth casts from its (coarse) surface in every mode: cheaper than its particles.
+        bias = 0.0
+        if self.has_surface:
             self.shadow_stride = self._cast_stride()
+            # the shadow comes from a coarser grid: keep its cells from shading the fine one
+            bias = 0.5 * (self.shadow_stride - 1) * self.spacing
             _set(progs["surface_depth"], "u_offset_scale", (0.0, 0.0, 0.0, 1.0))
             self._lod_vaos(self.shadow_stride)[1].render(moderngl.TRIANGLES)
-        if frame.tube or not frame.surface:
+        elif frame.tube or frame.all_particles:
             # tubes, or for the line modes the particles, as balls
             prog = progs["particles_depth"]
             _set_matrix(prog, "u_view", lf.view)
@@ -882,6 +885,7 @@ class Renderer:
             self._sphere_vaos["surface_depth"].render(moderngl.TRIANGLES)
         ctx.polygon_offset = (0.0, 0.0)
         for prog in self.programs.values():
+            _set(prog, "u_receiver_bias_m", bias)
             _set_matrix(prog, "u_light_vp", lf.view_proj)
             _set(prog, "u_shadow_texel_m", float(lf.texel_m))
             _set(prog, "u_light_depth_m", float(lf.depth_m))
@@ -964,15 +968,12 @@ class Renderer:
         _set(prog, "u_fabric", True)
         _set(prog, "u_stripe", float(self._stripe))
         _set(prog, "u_strain", bool(opts.strain_colors))
-        # the shadow comes from a coarser grid: keep its cells from shading this one
-        _set(prog, "u_receiver_bias_m", 0.5 * self.shadow_stride * self.spacing)
         self._contact_uniforms(prog, frame.ground)
         self.lod_stride = self._view_stride(frame)
         # Push the cloth back a little so springs drawn on top do not z-fight.
         self.ctx.polygon_offset = (1.0, 1.0)
         self._lod_vaos(self.lod_stride)[0].render(moderngl.TRIANGLES)
         self.ctx.polygon_offset = (0.0, 0.0)
-        _set(prog, "u_receiver_bias_m", 0.0)
 
     def _draw_tube(self, opts: RenderOptions) -> None:
         """Springs as lit cylinders, joints as sphere impostors of the same radius."""
