@@ -113,7 +113,7 @@ _UNITS = {"u_positions": _UNIT_POSITIONS, "u_shadow_map": _UNIT_SHADOW_COMPARE,
 LINE_CORNERS = 4           # vertices of a spring drawn as a line quad
 
 
-def strain_color_stops(strain_scale: float = 0.05) -> list[tuple[float, tuple[float, float, float]]]:
+def strain_color_stops(strain_scale: float = 0.05) -> list[tuple[float, tuple[float, ...]]]:
     """The strain colour map as (strain, sRGB colour) stops, linear in between:
     compressed blue at -strain_scale, grey at rest, stretched red at +strain_scale
     (dimensionless strain (l - L) / L). Colours saturate beyond the end stops."""
@@ -562,7 +562,7 @@ class Renderer:
         self._build_axes()
         self.update(sim)
 
-    def _surface_vaos(self, ibo: moderngl.Buffer) -> tuple[moderngl.VertexArray, moderngl.VertexArray]:
+    def _surface_vaos(self, ibo: moderngl.Buffer) -> tuple[moderngl.VertexArray, ...]:
         """The lit and the depth-only vertex arrays of the cloth over triangles ``ibo``."""
         ctx, progs = self.ctx, self.programs
         lit = ctx.vertex_array(progs["surface"], [
@@ -701,7 +701,8 @@ class Renderer:
         if full:
             self._pos_tex.write(pos[:full * cols], viewport=(0, 0, cols, full))
         if full < rows:
-            self._pos_tex.write(pos[full * cols:], viewport=(0, full, self.n_particles - full * cols, 1))
+            rest = self.n_particles - full * cols
+            self._pos_tex.write(pos[full * cols:], viewport=(0, full, rest, 1))
         self._texture_current = True
 
     def _update_flags(self, options: RenderOptions) -> None:
@@ -901,7 +902,8 @@ class Renderer:
         """The floor's soft shadow and contact occlusion into the floor-shadow texture."""
         prog = self.programs["floor_shadow"]
         point, normal = self._floor_plane(ground)
-        _set_matrix(prog, "u_light_vp_inverse", np.linalg.inv(self._light.view_proj.astype(np.float64)))
+        inverse = np.linalg.inv(self._light.view_proj.astype(np.float64))
+        _set_matrix(prog, "u_light_vp_inverse", inverse)
         _set(prog, "u_plane_point", point)
         _set(prog, "u_plane_normal", normal)
         _set(prog, "u_shadows", True)
