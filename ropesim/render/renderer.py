@@ -7,7 +7,7 @@ framebuffer) and headless rendering (an EGL context and an
 A :class:`Renderer` builds its programs (GLSL from ``shaders/``), vertex
 buffers and index buffers once per scene. Every frame it writes the particle
 positions into the existing position buffer (and, when springs or tubes are
-drawn, into a float texture the instanced spring shaders read both ends from)
+drawn, into a float texture the spring shaders read both ends from)
 and recomputes vertex normals with the numba kernel into a preallocated array;
 particle flags (pinned / hovered / grabbed) are re-uploaded only when they
 change.
@@ -17,7 +17,7 @@ fabric pattern from its grid coordinates; a system without a surface (rope,
 ring, star, network) is a lit tube along its springs (render/tube.py sizes it);
 a key light from above casts a PCF-softened shadow map (render/shadow.py) onto
 the floor, the obstacles and the scene itself, and the floor darkens under
-nearby casters. Springs are drawn as instanced screen-space quads (no geometry
+nearby casters. Springs are drawn as screen-space quads by vertex id (no geometry
 shader). A dense cloth whose cells shrink below :data:`LOD_CELL_PX` pixels is
 drawn from a coarser triangle grid over the same particles (every 2nd, 4th or
 8th row and column), and casts its shadow from one of about
@@ -688,7 +688,7 @@ class Renderer:
             self._vbo_normals.write(self._normals)
 
     def _upload_position_texture(self) -> None:
-        """Copy the positions into the texture the instanced spring shaders read
+        """Copy the positions into the texture the spring shaders read
         (once per update, only on frames that draw springs or tubes)."""
         if self._texture_current:
             return
