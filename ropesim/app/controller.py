@@ -98,7 +98,7 @@ class ViewerController:
     ) -> None:
         self.clock = clock
         self.view_size = (max(int(view_size[0]), 1), max(int(view_size[1]), 1))
-        self.options = RenderOptions(mode="surface+springs")
+        self.options = RenderOptions(mode="surface")
         self.show_ui = True
         self.quit_requested = False
         self.fullscreen_requested = False
