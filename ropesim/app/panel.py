@@ -21,6 +21,7 @@ from ..render.renderer import WIREFRAME_MODES, RenderOptions
 from .frame_clock import FrameClock
 from .hotkeys import HOTKEYS, MOUSE_HELP
 from .parameters import SCALED, ParameterEditor
+from .wave_tools import WaveTools
 
 HELP_FONT_SIZE_PX = 13.0
 PANEL_WIDTH = 300.0
@@ -47,6 +48,7 @@ class PanelSource(Protocol):
     recorded_frames: int
     gravity_on: bool
     is_cloth: bool
+    waves: WaveTools                 # pluck strength, probes, arrival times
 
     def parameter(self, name: str) -> float: ...
     def set_parameter(self, name: str, value: float) -> None: ...
@@ -93,6 +95,8 @@ class Panel:
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):
                 self._energy()
+            if imgui.collapsing_header("Waves", imgui.TreeNodeFlags_.default_open):
+                self.controller.waves.draw_panel_section(imgui, implot, PANEL_WIDTH - 2 * MARGIN)
             imgui.pop_item_width()
         imgui.end()
 
