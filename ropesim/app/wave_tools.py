@@ -290,9 +290,10 @@ class WaveTools:
         for particle, arrival in self.arrivals().items():
             if math.isfinite(arrival):
                 when = f"front after {arrival:.4f} s"
+            elif self.marked_after_pluck(particle):
+                when = "marked after the pluck"
             else:
-                when = "marked after the pluck" if self.marked_after_pluck(particle) else "no front yet"
-
+                when = "no front yet"
             imgui.text(f"  probe {particle}: {when}")
 
 
