@@ -285,6 +285,30 @@ class RecordingImgui:
     def plot_line(self, label: str, xs: np.ndarray, ys: np.ndarray) -> None:
         self.lines[label] = (np.array(xs), np.array(ys))
 
+    # the marker rings: a HiDPI screen (framebuffer pixels = 2 x window pixels)
+    circles: list[tuple[tuple[float, float], object]]
+    labels: list[str]
+
+    def get_io(self):
+        class IO:
+            class display_framebuffer_scale:
+                x = y = 2.0
+        return IO
+
+    def get_background_draw_list(self):
+        self.circles, self.labels = [], []
+        return self
+
+    def ImVec4(self, *rgba: float) -> tuple[float, ...]: return rgba
+    def get_colormap_color(self, index: int) -> str: return f"colour {index}"
+    def get_color_u32(self, colour: object) -> object: return colour
+
+    def add_circle(self, centre, radius, colour, segments, thickness) -> None:
+        self.circles.append((centre, colour))
+
+    def add_text(self, position, colour, text: str) -> None:
+        self.labels.append(text)
+
 
 def test_panel_section_plots_each_probe_and_lists_the_arrival_times():
     c = controller(load("string"), paused=True)
@@ -309,6 +333,20 @@ def test_panel_section_plots_each_probe_and_lists_the_arrival_times():
         assert f"  probe {probe}: front after {arrival:.4f} s" in ui.texts
         assert abs(arrival - lab.arrival[probe]) <= frame
     assert c.waves.strength == 0.005                   # the slider's edit is applied
+
+
+def test_probe_rings_sit_on_the_probes_in_their_plot_colours_in_window_pixels():
+    c = controller()
+    for probe in (12, 25):
+        c.waves.toggle_probe(c.sim, probe)
+    c.waves.pluck_at(c.sim, 30, c.camera)
+    ui = RecordingImgui()
+    c.waves.draw_probe_markers(ui, ui, c.sim, c.camera, c.view_size)
+    assert ui.labels == ["#12", "#25", "pluck"]
+    assert [colour for _, colour in ui.circles[:2]] == ["colour 0", "colour 1"]
+    for (centre, _), particle in zip(ui.circles, (12, 25, 30)):
+        x, y = screen_of(c, particle)
+        np.testing.assert_allclose(centre, (x / 2.0, y / 2.0))
 
 
 def test_panel_builds_the_waves_section_with_imgui_without_a_window():

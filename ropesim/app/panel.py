@@ -17,6 +17,7 @@ from ..engine.integrators import INTEGRATORS
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, scene_names
 from ..io.video import VideoWriter
+from ..render.camera import OrbitCamera
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
 from .frame_clock import FrameClock
 from .hotkeys import HOTKEYS, MOUSE_HELP
@@ -49,6 +50,8 @@ class PanelSource(Protocol):
     gravity_on: bool
     is_cloth: bool
     waves: WaveTools                 # pluck strength, probes, arrival times
+    camera: OrbitCamera              # (the probe rings' positions on screen)
+    view_size: tuple[int, int]
 
     def parameter(self, name: str) -> float: ...
     def set_parameter(self, name: str, value: float) -> None: ...
@@ -78,6 +81,8 @@ class Panel:
         """Build both windows (call between imgui.new_frame and imgui.render)."""
         self._draw_panel()
         self._draw_help()
+        c = self.controller   # issue 16: probe and pluck rings in the view
+        c.waves.draw_probe_markers(imgui, implot, c.sim, c.camera, c.view_size)
 
     # -- panel ---------------------------------------------------------------------------------
     def _draw_panel(self) -> None:

@@ -43,6 +43,10 @@ SHORTEST_FRAME = 1.0 / 120.0
 MAX_SAMPLES = 20_000
 #: the displacement plot's height, px
 PLOT_HEIGHT = 150.0
+#: radius of the rings that mark probes and the plucked particle in the view, px
+MARKER_RADIUS = 9.0
+#: the plucked particle's ring colour (RGBA); probes take their plot line's colour
+SOURCE_COLOUR = (1.0, 0.85, 0.35, 1.0)
 
 
 def history_capacity(dt: float, substeps: int) -> int:
@@ -255,6 +259,28 @@ class WaveTools:
         return {int(self._particle[slot]): float(self._arrival[slot])
                 for slot in np.flatnonzero(self._particle >= 0)}
 
+    def draw_probe_markers(self, imgui: Any, implot: Any, sim: Simulation, camera: OrbitCamera,
+                           view_size: tuple[int, int]) -> None:
+        """Ring and label the probes (each in its plot line's colour) and the plucked
+        particle in the 3-D view, on imgui's background draw list (over the scene, under
+        the windows). ``view_size``: the framebuffer (width, height), px."""
+        marks = [(p, f"#{p}", implot.get_colormap_color(k)) for k, p in enumerate(self.probes)]
+        if self.source is not None:
+            marks.append((self.source, "pluck", imgui.ImVec4(*SOURCE_COLOUR)))
+        if not marks:
+            return
+        pixels, depth = camera.project(sim.positions[[mark[0] for mark in marks]], *view_size)
+        scale = imgui.get_io().display_framebuffer_scale
+        draw = imgui.get_background_draw_list()
+        for (_, label, colour), (x, y), z in zip(marks, pixels, depth):
+            if not -1.0 <= z <= 1.0:     # behind the camera or beyond the far plane
+                continue
+            u, v = x / max(scale.x, 1e-6), y / max(scale.y, 1e-6)
+            packed = imgui.get_color_u32(colour)
+            draw.add_circle(imgui.ImVec2(u, v), MARKER_RADIUS, packed, 0, 2.0)
+            draw.add_text(imgui.ImVec2(u + 0.7 * MARKER_RADIUS, v - 2.2 * MARKER_RADIUS), packed,
+                          label)
+
     # -- panel -------------------------------------------------------------------------------
     def draw_panel_section(self, imgui: Any, implot: Any, width: float) -> None:
         """The panel's Waves section: strength slider, probe plot, arrival times. ``imgui``
@@ -273,8 +299,8 @@ class WaveTools:
         if imgui.small_button("clear probes"):
             self.clear_probes()
             return
-        series = [entry for entry in self.series() if entry[1].size >= 2]
-        if series:
+        series = self.series()    # every probe, so that line k has colormap colour k
+        if any(times.size >= 2 for _, times, _ in series):
             flags = implot.AxisFlags_.auto_fit
             if implot.begin_plot("##probes", imgui.ImVec2(width, PLOT_HEIGHT)):
                 implot.setup_axes("t [s]", "displacement [m]", flags, flags)
