@@ -267,6 +267,7 @@ class RecordingImgui:
         self.slider = slider
         self.texts: list[str] = []
         self.lines: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.line_colours: dict[str, str] = {}
 
     def slider_float(self, label, value, low, high, fmt, flags):
         return (self.slider is not None, value if self.slider is None else self.slider)
@@ -282,8 +283,12 @@ class RecordingImgui:
     def setup_legend(self, *args) -> None: ...
     def end_plot(self) -> None: ...
 
-    def plot_line(self, label: str, xs: np.ndarray, ys: np.ndarray) -> None:
+    def plot_line(self, label: str, xs: np.ndarray, ys: np.ndarray, spec: str) -> None:
         self.lines[label] = (np.array(xs), np.array(ys))
+        self.line_colours[label] = spec
+
+    def Spec(self, line_color: str) -> str:
+        return line_color
 
     # the marker rings: a HiDPI screen (framebuffer pixels = 2 x window pixels)
     circles: list[tuple[tuple[float, float], object]]
@@ -337,13 +342,17 @@ def test_panel_section_plots_each_probe_and_lists_the_arrival_times():
 
 def test_probe_rings_sit_on_the_probes_in_their_plot_colours_in_window_pixels():
     c = controller()
-    for probe in (12, 25):
+    for probe in (5, 12, 25):
         c.waves.toggle_probe(c.sim, probe)
+    c.waves.toggle_probe(c.sim, 5)            # the others keep their colours
     c.waves.pluck_at(c.sim, 30, c.camera)
+    c.advance(FRAME)
     ui = RecordingImgui()
     c.waves.draw_probe_markers(ui, ui, c.sim, c.camera, c.view_size)
+    c.waves.draw_panel_section(ui, ui, 280.0)
     assert ui.labels == ["#12", "#25", "pluck"]
-    assert [colour for _, colour in ui.circles[:2]] == ["colour 0", "colour 1"]
+    assert [colour for _, colour in ui.circles[:2]] == ["colour 1", "colour 2"]
+    assert ui.line_colours == {"#12": "colour 1", "#25": "colour 2"}
     for (centre, _), particle in zip(ui.circles, (12, 25, 30)):
         x, y = screen_of(c, particle)
         np.testing.assert_allclose(centre, (x / 2.0, y / 2.0))

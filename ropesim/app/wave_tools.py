@@ -118,7 +118,8 @@ class WaveTools:
         self._arrivals_at = -1        # self.count when the arrivals were last computed
 
     def _resize(self, capacity: int) -> None:
-        """A new capacity, keeping the newest samples that fit (in place for the index math)."""
+        """A new capacity, keeping the newest samples that fit (sample k stays sample k, in
+        slot k % capacity)."""
         keep = min(self.count, self.capacity, capacity)
         index = np.arange(self.count - keep, self.count)
         old = (self._times[index % self.capacity], self._displacement[index % self.capacity],
@@ -133,10 +134,8 @@ class WaveTools:
         """A new simulation: no probes, no pluck, a buffer sized for its dt and substeps."""
         self._particle[:] = -1
         self._take_ids[:] = 0
-        self.source = None
         self.direction = np.array([0.0, 1.0, 0.0])
-        self._sized_for = (sim.dt, sim.substeps)
-        self._allocate(history_capacity(sim.dt, sim.substeps))
+        self.restart(sim)
 
     def restart(self, sim: Simulation) -> None:
         """After a reset: the probes stay marked (at their reset positions); their history
@@ -197,6 +196,11 @@ class WaveTools:
     def probes(self) -> list[int]:
         """The marked particles, in slot order."""
         return [int(p) for p in self._particle if p >= 0]
+
+    def _colour(self, implot: Any, particle: int) -> Any:
+        """A probe's colour (plot line and ring): its slot's colour of implot's colormap,
+        kept while other probes come and go."""
+        return implot.get_colormap_color(int(np.flatnonzero(self._particle == particle)[0]))
 
     # -- samples -----------------------------------------------------------------------------
     def sample(self, sim: Simulation) -> None:
@@ -264,7 +268,7 @@ class WaveTools:
         """Ring and label the probes (each in its plot line's colour) and the plucked
         particle in the 3-D view, on imgui's background draw list (over the scene, under
         the windows). ``view_size``: the framebuffer (width, height), px."""
-        marks = [(p, f"#{p}", implot.get_colormap_color(k)) for k, p in enumerate(self.probes)]
+        marks = [(p, f"#{p}", self._colour(implot, p)) for p in self.probes]
         if self.source is not None:
             marks.append((self.source, "pluck", imgui.ImVec4(*SOURCE_COLOUR)))
         if not marks:
@@ -299,7 +303,7 @@ class WaveTools:
         if imgui.small_button("clear probes"):
             self.clear_probes()
             return
-        series = self.series()    # every probe, so that line k has colormap colour k
+        series = self.series()
         if any(times.size >= 2 for _, times, _ in series):
             flags = implot.AxisFlags_.auto_fit
             if implot.begin_plot("##probes", imgui.ImVec2(width, PLOT_HEIGHT)):
@@ -307,7 +311,8 @@ class WaveTools:
                 implot.setup_legend(implot.Location_.north,
                                     implot.LegendFlags_.horizontal | implot.LegendFlags_.outside)
                 for particle, times, displacement in series:
-                    implot.plot_line(f"#{particle}", times, displacement)
+                    implot.plot_line(f"#{particle}", times, displacement,
+                                     spec=implot.Spec(line_color=self._colour(implot, particle)))
                 implot.end_plot()
         if self.source is None:
             imgui.text("arrival times: pluck a particle (Q+click)")
