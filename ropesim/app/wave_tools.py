@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.impulses import pluck
 from ..engine.simulation import Simulation
 from ..engine.waves import arrival_times
 from ..render.camera import OrbitCamera
@@ -160,7 +159,7 @@ class WaveTools:
             return "Q+click: no particle under the cursor"
         try:
             direction = pluck_direction(sim, camera)
-            pluck(sim, particle, self.strength * direction)   # sim.pluck after the engine merge
+            sim.pluck(particle, self.strength * direction)
         except ValueError as exc:
             return str(exc)
         self.source, self.pluck_time, self.direction = int(particle), float(sim.time), direction
