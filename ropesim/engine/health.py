@@ -267,7 +267,8 @@ class HealthCheck:
         #: J: kinetic + elastic energy of the reference state + the whole mass dropping
         #: the scene's size + a floor (every spring at 1 % strain, the mass crossing the
         #: scene in 10 s) for scenes at rest without gravity
-        self.energy_scale = kinetic + elastic + total_mass * g * self.size + float(
+        height = float(np.ptp(x @ (self.gravity / g))) if g > 0 and x.shape[0] else 0.0
+        self.energy_scale = kinetic + elastic + total_mass * g * height + float(
             np.sum(0.5 * self.stiffness * (FLOOR_STRAIN * self.rest_lengths) ** 2)
         ) + 0.5 * total_mass * (self.size / FLOOR_CROSSING_TIME) ** 2
         lengths = np.linalg.norm(x[self.spring_a] - x[self.spring_b], axis=1)
@@ -452,11 +453,15 @@ class CheckpointRing:
 
 @dataclass(frozen=True)
 class Advice:
-    """What to try after a divergence: integrators to switch to, a time step, the text."""
+    """What to try after a divergence: (integrator, largest dt in s) options, and the text."""
 
-    integrators: tuple[str, ...]
-    dt: float  # s, the largest time step advised
+    options: tuple[tuple[str, float], ...]
     text: str
+
+    @property
+    def integrators(self) -> tuple[str, ...]:
+        """The integrators advised, in order."""
+        return tuple(name for name, _ in self.options)
 
     def __str__(self) -> str:
         return self.text
@@ -473,50 +478,45 @@ def advise(
 
     ``integrators`` maps every integrator's name to whether it is unconditionally
     stable; ``stable_dt`` (s) is the explicit integrators' stable-step bound at the
-    current stiffness and masses (inf when nothing limits it). The advice never names
-    ``failed`` nor an integrator in ``always_unstable``. After an explicit integrator
-    failed, the unconditionally stable ones are advised at this dt, and the other
-    explicit ones at ``dt <= stable_dt``. After an unconditionally stable one failed,
-    the situation is beyond what that kind handles at this dt: the others of its kind
-    are advised only with a smaller dt (a quarter), and explicit ones at
-    ``dt <= stable_dt``; none is called stable at any dt.
+    *current* stiffness and masses (inf when nothing limits it). The advice never
+    names ``failed`` nor an integrator in ``always_unstable`` (forward Euler gains
+    energy at every dt). Explicit integrators are advised at ``dt <= min(stable_dt,
+    dt / 2)``. After an explicit integrator failed, the unconditionally stable ones are
+    advised at this dt. After an unconditionally stable one failed, this situation is
+    beyond what that kind handles at this dt, so the others of its kind are advised
+    only with a quarter of it, and none is called stable at any dt.
     """
     if failed not in integrators:
         raise ValueError(
             f"failed: unknown integrator {failed!r}; allowed: {', '.join(integrators)}")
     for name, value in (("dt", dt), ("stable_dt", stable_dt)):
-        if not (isinstance(value, (int, float)) and value > 0 and not math.isnan(value)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"{name}: must be a number > 0 s, got {value!r}")
-    candidates = [name for name in integrators if name != failed and name not in always_unstable]
-    implicit = [name for name in candidates if integrators[name]]
-    explicit = [name for name in candidates if not integrators[name]]
-    explicit_dt = min(stable_dt, dt / 2.0)
-    parts = []
+    others = [name for name in integrators if name != failed and name not in always_unstable]
+    implicit = [name for name in others if integrators[name]]
+    explicit = [name for name in others if not integrators[name]]
+    options: list[tuple[str, float]] = []
+    parts: list[str] = []
     if integrators[failed]:
-        advised_dt = dt / 4.0
-        if implicit:
-            parts.append(f"{' or '.join(implicit)} with a smaller dt (<= {advised_dt:.3g} s): "
-                         f"{failed} diverged at dt = {dt:g} s, so this situation is too stiff "
-                         "for an implicit step this large")
-        else:
-            parts.append(f"a smaller dt (<= {advised_dt:.3g} s)")
-        chosen = implicit
+        implicit_dt = dt / 4.0
+        why = (f"a smaller step: {failed} diverged at this dt and stiffness, so no "
+               "integrator is stable at any dt here")
     else:
-        advised_dt = dt
-        if implicit:
-            parts.append(f"{' or '.join(implicit)}: unconditionally stable, at dt = {dt:g} s")
-        chosen = implicit
-    if explicit and math.isfinite(explicit_dt):
-        substeps = max(1, math.ceil(dt / explicit_dt))
-        parts.append(f"{' or '.join(explicit)} with dt <= {explicit_dt:.3g} s (the stable-step "
-                     f"bound of these springs; {substeps} substeps per {dt:g} s)")
-        chosen = chosen + explicit
-        advised_dt = min(advised_dt, explicit_dt) if not implicit else advised_dt
+        implicit_dt = dt
+        why = "unconditionally stable"
+    if implicit:
+        options += [(name, implicit_dt) for name in implicit]
+        parts.append(f"{' or '.join(implicit)} at dt <= {implicit_dt:.3g} s ({why})")
+    explicit_dt = min(float(stable_dt), dt / 2.0)
+    if explicit:
+        substeps = math.ceil(dt / explicit_dt)
+        options += [(name, explicit_dt) for name in explicit]
+        parts.append(f"{' or '.join(explicit)} at dt <= {explicit_dt:.3g} s ({substeps} substeps "
+                     f"per {dt:g} s; the stable-step bound of these springs is {stable_dt:.3g} s)")
     if not parts:
-        parts.append(f"a smaller dt (<= {dt / 4.0:.3g} s)")
-        advised_dt = dt / 4.0
+        parts.append(f"a time step of at most {dt / 4.0:.3g} s")
     text = f"{failed} diverged at dt = {dt:g} s. Try " + "; or ".join(parts) + "."
-    return Advice(tuple(chosen), advised_dt, text)
+    return Advice(tuple(options), text)
 
 
 __all__ = [
