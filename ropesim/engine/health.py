@@ -38,6 +38,8 @@ from typing import Any, Mapping
 import numpy as np
 from numba import njit
 
+from .forces import spring_forces
+
 #: a spring longer than this many rest lengths is a divergence (shipped scenes: <= 3.2)
 STRETCH_LIMIT = 10.0
 #: allowed energy gain beyond the grab's work, as a multiple of the scene's energy scale
@@ -128,33 +130,6 @@ def _scan_springs(x, spring_a, spring_b, rest, k, stretch_limit, out):
     out[_OVERSTRETCHED] = overstretched
 
 
-@njit(cache=True)
-def _force_on(i, x, v, spring_a, spring_b, rest, k, c, incident, first, out):
-    """Spring force (Hooke + damping, N) on particle i into out (3,), from the springs
-    incident[first[i]:first[i + 1]] that touch it."""
-    out[:] = 0.0
-    for t in range(first[i], first[i + 1]):
-        s = incident[t]
-        a = spring_a[s]
-        b = spring_b[s]
-        dx = x[a, 0] - x[b, 0]
-        dy = x[a, 1] - x[b, 1]
-        dz = x[a, 2] - x[b, 2]
-        length = np.sqrt(dx * dx + dy * dy + dz * dz)
-        if length < 1e-12:
-            continue
-        nx = dx / length
-        ny = dy / length
-        nz = dz / length
-        rel = (v[a, 0] - v[b, 0]) * nx + (v[a, 1] - v[b, 1]) * ny + (v[a, 2] - v[b, 2]) * nz
-        mag = -k[s] * (length - rest[s]) - c[s] * rel  # on a, along d = x[a] - x[b]
-        if b == i:
-            mag = -mag
-        out[0] += mag * nx
-        out[1] += mag * ny
-        out[2] += mag * nz
-
-
 class HealthCheck:
     """Decide whether a simulation state is healthy (see the module docstring).
 
@@ -200,14 +175,9 @@ class HealthCheck:
                             ("step_fraction", step_fraction)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name}: must be a finite number > 0, got {value!r}")
-        self.spring_a = spring_a
-        self.spring_b = spring_b
-        self.rest_lengths = rest_lengths
-        self.stiffness = stiffness
-        self.damping = damping
-        self.masses = masses
-        self.gravity = gravity
-        self.dt = dt
+        self.spring_a, self.spring_b, self.rest_lengths = spring_a, spring_b, rest_lengths
+        self.stiffness, self.damping, self.masses = stiffness, damping, masses
+        self.gravity, self.dt = gravity, dt
         self.stretch_limit = float(stretch_limit)
         self.energy_factor = float(energy_factor)
         self.step_fraction = float(step_fraction)
@@ -216,14 +186,9 @@ class HealthCheck:
         #: m: the scene's size, the bounding-box diagonal of the reference state
         self.size = max(float(np.linalg.norm(extent)), longest, 1e-9)
         self._out = np.zeros(_SCAN_SLOTS)
-        self._force = np.zeros(3)
+        self._forces = np.zeros((n, 3), positions.dtype)  # spring forces, for the grab
         self._grab_x = np.zeros(3)
         self._grab_start = np.zeros(3)
-        # springs touching each particle: incident[first[i]:first[i + 1]]
-        ends = np.concatenate([spring_a, spring_b]).astype(np.int64)
-        order = np.argsort(ends, kind="stable")
-        self._incident = (order % max(spring_a.shape[0], 1)).astype(np.int64)
-        self._first = np.searchsorted(ends[order], np.arange(n + 1)).astype(np.int64)
         self.rebase(positions, velocities)
 
     @property
@@ -239,9 +204,10 @@ class HealthCheck:
         self._dt = value
 
     def _grab_force(self, x: np.ndarray, v: np.ndarray, i: int) -> np.ndarray:
-        _force_on(i, x, v, self.spring_a, self.spring_b, self.rest_lengths, self.stiffness,
-                  self.damping, self._incident, self._first, self._force)
-        return self._force
+        """Spring force (Hooke + damping, N) on particle i."""
+        spring_forces(x, v, self.spring_a, self.spring_b, self.rest_lengths, self.stiffness,
+                      self.damping, self._forces)
+        return self._forces[i].astype(np.float64)
 
     def rebase(self, x: np.ndarray, v: np.ndarray) -> None:
         """Make (x, v) the reference state: the energy and the grab's work count from
