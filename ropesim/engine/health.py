@@ -48,7 +48,7 @@ ENERGY_FACTOR = 1.0
 STEP_FRACTION = 0.5
 #: strain whose elastic energy floors the energy scale (a scene at rest in zero gravity)
 FLOOR_STRAIN = 0.01
-#: s; the scene crossing its own size in this time floors the speed scale
+#: s; the whole mass crossing the scene's size in this time floors the energy scale
 FLOOR_CROSSING_TIME = 10.0
 
 #: steps between health checks in the step loop (docs/divergence.md: cost per check)
@@ -211,8 +211,8 @@ class HealthCheck:
 
     def rebase(self, x: np.ndarray, v: np.ndarray) -> None:
         """Make (x, v) the reference state: the energy and the grab's work count from
-        here, and the energy scale, the speed floor and the stretch reference are taken
-        from it. Raises ValueError for a non-finite state."""
+        here, and the energy scale and the stretch reference are taken from it. Raises
+        ValueError for a non-finite state."""
         out = self._out
         _scan_particles(x, v, self.masses, self.gravity, out)
         if out[_NONFINITE] >= 0:
@@ -225,7 +225,7 @@ class HealthCheck:
         #: J: total energy (kinetic + elastic + gravity) of the reference state
         self.reference_energy = kinetic + elastic + float(out[_GRAVITY])
         #: J: kinetic + elastic energy of the reference state + the whole mass dropping
-        #: the scene's size + a floor (every spring at 1 % strain, the mass crossing the
+        #: the scene's height along gravity + a floor (every spring at 1 % strain, the mass crossing the
         #: scene in 10 s) for scenes at rest without gravity
         height = float(np.ptp(x @ (self.gravity / g))) if g > 0 and x.shape[0] else 0.0
         self.energy_scale = kinetic + elastic + total_mass * g * height + float(
