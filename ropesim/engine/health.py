@@ -203,10 +203,24 @@ class HealthCheck:
             raise ValueError(f"dt: must be a finite number > 0 s, got {value!r}")
         self._dt = value
 
+    def _take_hold(self, i: int) -> None:
+        """A new grab of particle i: find the springs that touch it (once per grab)."""
+        touching = np.flatnonzero((self.spring_a == i) | (self.spring_b == i))
+        self._grab_springs = (
+            touching, self.spring_a[touching], self.spring_b[touching],
+            np.empty(touching.size, self.rest_lengths.dtype),
+            np.empty(touching.size, self.stiffness.dtype),
+            np.empty(touching.size, self.damping.dtype),
+        )
+
     def _grab_force(self, x: np.ndarray, v: np.ndarray, i: int) -> np.ndarray:
-        """Spring force (Hooke + damping, N) on particle i."""
-        spring_forces(x, v, self.spring_a, self.spring_b, self.rest_lengths, self.stiffness,
-                      self.damping, self._forces)
+        """Spring force (Hooke + damping, N) on the grabbed particle i, from the springs
+        that touch it (their live rest lengths, stiffness and damping)."""
+        touching, a, b, rest, k, c = self._grab_springs
+        np.take(self.rest_lengths, touching, out=rest)
+        np.take(self.stiffness, touching, out=k)
+        np.take(self.damping, touching, out=c)
+        spring_forces(x, v, a, b, rest, k, c, self._forces)
         return self._forces[i].astype(np.float64)
 
     def rebase(self, x: np.ndarray, v: np.ndarray) -> None:
@@ -251,6 +265,7 @@ class HealthCheck:
         energy = 0.5 * m * float(vi @ vi) - m * float(self.gravity @ xi)
         if self._grab_index != i:
             self._grab_start[:] = xi
+            self._take_hold(i)
         else:
             force = self._grab_force(x, v, i)
             work = energy - self._grab_energy - float(force @ (xi - self._grab_x))
