@@ -24,7 +24,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
-from ..io.interrupts import interrupt_cause, interrupt_exit_code, stop_on_signals
+from ..io.interrupts import (ignore_stop_signals, interrupt_cause, interrupt_exit_code,
+                             stop_on_signals)
 from . import compare, headless, wave
 from .arguments import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, PROG, UsageError, UsageParser,
                         error_line, has_display, help_hint)
@@ -112,8 +113,9 @@ def _dispatch(argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     if args.command is None:
         return run_viewer([])
+    requests = None
     try:
-        with stop_on_signals():
+        with stop_on_signals() as requests:
             return args.handler(args)
     except UsageError as exc:
         print(error_line(f"{args.command}: {exc}; see {help_hint(args.command)}"),
@@ -122,3 +124,6 @@ def _dispatch(argv: list[str]) -> int:
     except KeyboardInterrupt as exc:
         print(f"{PROG}: interrupted ({interrupt_cause(exc)})", file=sys.stderr)
         return interrupt_exit_code(exc)
+    finally:
+        if requests is not None and requests.first is not None:
+            ignore_stop_signals()  # stopped by a signal: let a second one not spoil the exit

@@ -114,6 +114,14 @@ def stop_on_signals() -> Iterator[StopRequests]:
         _restore(previous)
 
 
+def ignore_stop_signals() -> None:
+    """Ignore SIGINT, SIGTERM and SIGHUP from now on: for a process that was stopped by
+    one and is on its way out, so a second Ctrl-C cannot turn its exit into a traceback."""
+    if _in_main_thread():
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+
+
 class _Hold:
     active = False
 
@@ -139,5 +147,5 @@ def signals_held() -> Iterator[list[int]]:
         signal.raise_signal(noted[0])
 
 
-__all__ = ["STOP_SIGNALS", "Interrupted", "StopRequests", "interrupt_cause",
+__all__ = ["STOP_SIGNALS", "Interrupted", "StopRequests", "ignore_stop_signals", "interrupt_cause",
            "interrupt_exit_code", "signal_cause", "signals_held", "stop_on_signals"]
