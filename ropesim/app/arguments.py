@@ -161,16 +161,17 @@ def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
                              f"above {LONG_RUN_STEPS:.0e} a warning says it will take long")
 
 
-def check_steps(steps: float, max_steps: int, source: str, command: str) -> int:
+def check_steps(steps: float, max_steps: int, source: str, command: str,
+                long_run: int = LONG_RUN_STEPS) -> int:
     """``steps`` (maybe a float from duration / dt) as an int; a UsageError naming
     ``source`` (the flags that gave it) and ``--max-steps`` when it is above
     ``max_steps``, a one-line warning on stderr (naming ``command``) when it is above
-    LONG_RUN_STEPS."""
+    ``long_run``."""
     if not (math.isfinite(steps) and steps <= max_steps):
         raise UsageError(f"{source} is {steps:.3g} steps, more than --max-steps "
                          f"{max_steps}; shorten the run or raise --max-steps")
     steps = int(round(steps))
-    if steps > LONG_RUN_STEPS:
+    if steps > long_run:
         print(f"{PROG}: warning: {command}: {source} is {steps:.3g} steps, which takes long; "
               f"Ctrl-C or SIGTERM stops it and keeps what was computed", file=sys.stderr)
     return steps
