@@ -56,6 +56,8 @@ def assert_usage_line(err: str, command: str, *fragments: str) -> None:
     (["render", "star", "--out", "{tmp}/v.mp4", "--frames", "1e30"], ["--frames", "--max-steps"]),
     (["render", "star", "--out", "{tmp}/v.mp4", "--integrator", "nope"], ["'nope'"]),
     (["compare", "star", "--duration", "1e300"], ["--duration 1e+300", "--max-steps"]),
+    (["wave", "chain-wave", "--source", "0", "--probes", "5", "--impulse", "0.01",
+      "--duration", "1e300"], ["--duration 1e+300", "--max-steps"]),
 ])
 def test_each_bad_flag_is_one_line_naming_it_exit_2_and_nothing_written(
         tmp_path, capsys, monkeypatch, argv, fragments):
