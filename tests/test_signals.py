@@ -253,3 +253,40 @@ def test_a_ctrl_c_inside_a_video_frame_waits_until_the_frame_is_written(tmp_path
     assert writer.frames_written == 1  # the frame went in before the interrupt
     writer.close()
     assert [e.name for e in tmp_path.iterdir()] == ["v.gif"]
+
+
+CTRL_C_IN_THE_WRITE = """
+import os, signal, sys, time
+from ropesim.engine.simulation import Simulation
+from ropesim.app import cli
+stop_at_call = int(sys.argv.pop(1))  # 0: the run completes; else Ctrl-C at that step call
+real_replace, real_step, calls = os.replace, Simulation.step, []
+def replace(source, target):  # the file is written, not yet in place: Ctrl-C now
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.05)
+    real_replace(source, target)
+def step(self, n=1):
+    calls.append(n)
+    if len(calls) == stop_at_call:
+        os.kill(os.getpid(), signal.SIGINT)
+    real_step(self, n)
+os.replace, Simulation.step = replace, step
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("stop_at_call", [7, 0], ids=["second-ctrl-c", "ctrl-c-after-a-full-run"])
+def test_a_ctrl_c_in_the_middle_of_the_final_write_does_not_lose_the_files(
+        tmp_path, stop_at_call):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", CTRL_C_IN_THE_WRITE, str(stop_at_call), "run", "star",
+         "--steps", "100000" if stop_at_call else "100", "--every", "10", "--out", "p.npz",
+         "--csv"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 130, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "interrupted" in result.stderr
+    traj = load_trajectory(tmp_path / "p.npz")
+    assert traj.completed == (stop_at_call == 0)
+    assert traj.steps_done == (60 if stop_at_call else 100)
+    assert f"# completed: {traj.completed}" in (tmp_path / "p.csv").read_text()
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["p.csv", "p.npz"]

@@ -81,7 +81,8 @@ def _install(handler: signal.Handlers | object) -> dict[int, object]:
     """Set ``handler`` for every stop signal not ignored; returns the previous handlers."""
     previous = {}
     for number in STOP_SIGNALS:
-        if signal.getsignal(number) is signal.SIG_IGN:
+        current = signal.getsignal(number)
+        if current is signal.SIG_IGN or current is None:  # ignored, or not Python's to change
             continue
         previous[number] = signal.signal(number, handler)  # type: ignore[arg-type]
     return previous
