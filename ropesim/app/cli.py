@@ -6,10 +6,12 @@ their arguments untouched to the viewer. The other subcommands need no display
 and no GPU (rendering uses EGL, e.g. Mesa's llvmpipe); they live in
 :mod:`ropesim.app.headless` and :mod:`ropesim.app.compare`.
 
-Exit codes: 0 done; 2 a user error (unknown scene, bad ``--set``, unwritable path:
-one line on stderr, nothing computed or written); 1 the simulation diverged or
-rendering failed; 130 interrupted by Ctrl-C. After divergence or Ctrl-C what was
-computed is still written, and the file says where the run stopped and why.
+Exit codes: 0 done; 2 a user error (unknown scene, bad flag or ``--set`` value,
+unwritable path, a run over ``--max-steps``: one line on stderr, nothing computed or
+written); 1 the simulation diverged or rendering failed; 128 + the signal when
+stopped: 130 Ctrl-C (SIGINT), 143 SIGTERM, 129 SIGHUP. After divergence or a stop
+signal what was computed is still written, and the file says where the run stopped
+and why; signals that arrive while it is written wait until it is whole.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
+from ..io.interrupts import (ignore_stop_signals, interrupt_cause, interrupt_exit_code,
+                             stop_on_signals)
 from . import compare, headless, wave
-from .arguments import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, UsageError,
-                        UsageParser, error_line, has_display)
+from .arguments import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, PROG, UsageError, UsageParser,
+                        error_line, has_display, help_hint)
 
 HEADLESS_OUTPUT = "ropesim-cloth.mp4"
 HEADLESS_SCENE = "cloth"
@@ -38,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Interactive 3D rope and cloth mass-spring simulator. Without a "
                     "subcommand it opens the viewer (`ropesim view --help`); viewer flags "
                     "such as `--window glfw` go to the viewer too.",
-        epilog="Exit codes: 0 ok, 1 diverged or failed, 2 usage error, 130 interrupted.")
+        epilog="Exit codes: 0 ok, 1 diverged or failed, 2 usage error, 128 + signal when "
+               "stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).")
     parser.add_argument("--version", action="version", version=f"{PROG} {version('ropesim')}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("view", help="open the interactive viewer (the default)", add_help=False)
@@ -101,14 +106,24 @@ def _dispatch(argv: list[str]) -> int:
         return run_viewer(argv)
     try:
         args = build_parser().parse_args(argv)
-        if args.command is None:
-            return run_viewer([])
-        return args.handler(args)
-    except UsageError as exc:
+    except UsageError as exc:  # already names the command and its --help
         print(error_line(str(exc)), file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted (Ctrl-C)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    if args.command is None:
+        return run_viewer([])
+    requests = None
+    try:
+        with stop_on_signals() as requests:
+            return args.handler(args)
+    except UsageError as exc:
+        print(error_line(f"{args.command}: {exc}; see {help_hint(args.command)}"),
+              file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        print(f"{PROG}: interrupted ({interrupt_cause(exc)})", file=sys.stderr)
+        return interrupt_exit_code(exc)
+    finally:
+        if requests is not None and requests.first is not None:
+            ignore_stop_signals()  # stopped by a signal: let a second one not spoil the exit

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import time
 import warnings
@@ -24,10 +25,11 @@ from ..engine.simulation import Simulation, SimulationDiverged
 from ..io.plots import PLOT_SUFFIXES, new_figure, save_figure
 from ..io.scenes import Scene
 from ..io.trajectory import RecordingInterrupted, Trajectory, record
-from .arguments import (EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError, add_scene_command,
-                        check_output, number, scene_from_args)
+from ..io.interrupts import Interrupted, signal_cause
+from .arguments import (EXIT_OK, PROG, UsageError, add_max_steps_argument, add_scene_command,
+                        check_output, check_steps, number, scene_from_args)
 from .headless import add_quiet_argument
-from .progress import ProgressBar
+from .progress import progress_bar
 
 DEFAULT_COMPARE_DURATION = 2.0  # s simulated per integrator by `compare`
 DEFAULT_SWEEP_DURATION = 1.0  # s simulated per (integrator, dt) cell of a sweep
@@ -66,6 +68,7 @@ def add_command(commands: Any) -> None:
     compare.add_argument("--dt-sweep", type=parse_dt_sweep, metavar="LO:HI:COUNT",
                          help="run every integrator at COUNT log-spaced dt from LO to HI s")
     compare.add_argument("--plot", metavar="PATH", help="write the plot (.png, .svg, .pdf)")
+    add_max_steps_argument(compare)
     add_quiet_argument(compare)
 
 
@@ -75,13 +78,14 @@ def add_command(commands: Any) -> None:
 @dataclass
 class IntegratorRun:
     """One integrator's run in a comparison: its trajectory, the energy scale used
-    for drift (J) and the wall time per step (s)."""
+    for drift (J), the wall time per step (s) and the signal that stopped it (0: none)."""
 
     integrator: str
     dt: float
     trajectory: Trajectory
     energy_scale: float
     seconds_per_step: float
+    stop_signal: int = 0
 
     @property
     def drift(self) -> np.ndarray:
@@ -150,13 +154,14 @@ def run_integrator(scene: Scene, integrator: str, dt: float, duration: float,
     sim.reset()
     steps = max(1, round(duration / dt))
     started = time.perf_counter()
+    stop_signal = 0
     try:
         trajectory = record(sim, steps, every=max(1, steps // samples), progress=progress)
     except RecordingInterrupted as stop:
-        trajectory = stop.trajectory
+        trajectory, stop_signal = stop.trajectory, stop.signal_number
     elapsed = time.perf_counter() - started
     return IntegratorRun(integrator, dt, trajectory, scale,
-                         elapsed / max(1, trajectory.steps_done))
+                         elapsed / max(1, trajectory.steps_done), stop_signal)
 
 
 def _parse_integrators(text: str | None) -> list[str]:
@@ -174,26 +179,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Compare integrators on one scene (table + plot), or map stability over dt."""
     scene = scene_from_args(args)
     names = _parse_integrators(args.integrators)
-    plot = check_output(args.plot, PLOT_SUFFIXES) if args.plot else None
+    plot = check_output(args.plot, PLOT_SUFFIXES) if args.plot is not None else None
     sweep = args.dt_sweep is not None
     duration = args.duration or (DEFAULT_SWEEP_DURATION if sweep else DEFAULT_COMPARE_DURATION)
     dts = list(args.dt_sweep) if sweep else [scene.settings["dt"]]
     cells = [(name, dt) for name in names for dt in dts]
-    bar = ProgressBar(scene.name, "runs", enabled=False if args.quiet else None)
+    check_steps(sum(duration / dt for _, dt in cells), args.max_steps,
+                f"--duration {duration:g} s for {len(cells)} runs", "compare")
+    bar = progress_bar(scene.name, "runs", args.quiet, args.progress)
 
     runs: list[IntegratorRun] = []
     interrupted_at: tuple[str, float] | None = None
+    stop_signal = signal.SIGINT
     try:
         for index, (name, dt) in enumerate(cells):
             bar(index, len(cells))
             interrupted_at = (name, dt)  # until the run is complete
             runs.append(run_integrator(scene, name, dt, duration))
             if runs[-1].status == "interrupted":
+                stop_signal = runs[-1].stop_signal
                 break
             interrupted_at = None
         bar(len(runs), len(cells))
-    except KeyboardInterrupt:
-        pass  # between runs: keep interrupted_at, report what finished
+    except KeyboardInterrupt as exc:  # between runs: keep interrupted_at, report what finished
+        stop_signal = exc.signal_number if isinstance(exc, Interrupted) else signal.SIGINT
     finally:
         bar.close()
 
@@ -208,10 +217,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if plot and runs:
         print(f"wrote {plot}")
     if interrupted_at is not None:
-        print(f"{PROG}: interrupted (Ctrl-C) during {interrupted_at[0]} at dt = "
-              f"{interrupted_at[1]:g} s; the table and plot show the runs so far",
+        print(f"{PROG}: interrupted ({signal_cause(stop_signal)}) during {interrupted_at[0]} at "
+              f"dt = {interrupted_at[1]:g} s; the table and plot show the runs so far",
               file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + stop_signal
     return EXIT_OK
 
 

@@ -28,13 +28,16 @@ class ProgressBar:
 
     Call it as ``bar(done, total)``; it redraws at most every ``interval`` s and only
     when ``enabled`` (by default: the stream is a terminal). ``close()`` ends the line.
+    With ``lines`` each redraw is a line of its own instead (for a log file or pipe).
     """
 
     def __init__(self, label: str, unit: str, enabled: bool | None = None,
-                 stream: TextIO | None = None, width: int = 24, interval: float = 0.1):
+                 stream: TextIO | None = None, width: int = 24, interval: float = 0.1,
+                 lines: bool = False):
         self.stream = sys.stderr if stream is None else stream
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
         self.label, self.unit, self.width, self.interval = label, unit, width, interval
+        self.lines = lines
         self._start: float | None = None
         self._last_draw = -math.inf
         self._drawn = False
@@ -56,9 +59,12 @@ class ProgressBar:
         speed = f"{rate:,.0f}" if math.isfinite(rate) and done else "--"
         line = (f"{self.label} [{bar}] {fraction:4.0%} {done}/{total} {self.unit} "
                 f"{speed} {self.unit}/s ETA {_format_seconds(eta)}")
-        self.stream.write("\r" + line + "\x1b[K")
+        if self.lines:
+            self.stream.write(line + "\n")
+        else:
+            self.stream.write("\r" + line + "\x1b[K")
+            self._drawn = True
         self.stream.flush()
-        self._drawn = True
 
     def close(self) -> None:
         if self._drawn:
@@ -67,5 +73,18 @@ class ProgressBar:
             self._drawn = False
 
 
+#: seconds between progress lines in a log (``--progress`` when stderr is not a terminal)
+LOG_INTERVAL = 2.0
 
-__all__ = ["ProgressBar"]
+
+def progress_bar(label: str, unit: str, quiet: bool, forced: bool) -> ProgressBar:
+    """The bar of a headless command: off with ``-q``; with ``--progress`` on even when
+    stderr is not a terminal (then one line every LOG_INTERVAL s); else on a terminal only."""
+    if quiet:
+        return ProgressBar(label, unit, enabled=False)
+    if forced and not _is_terminal(sys.stderr):
+        return ProgressBar(label, unit, enabled=True, interval=LOG_INTERVAL, lines=True)
+    return ProgressBar(label, unit)
+
+
+__all__ = ["LOG_INTERVAL", "ProgressBar", "progress_bar"]

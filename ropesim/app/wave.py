@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .arguments import add_max_steps_argument, check_steps
+
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_WAVE_DURATION = 0.5  # s simulated by `wave` without --duration
@@ -97,6 +99,7 @@ def add_wave_parser(subparsers: Any) -> argparse.ArgumentParser:
     wave.add_argument("--plot", metavar="PATH",
                       help="kymograph / arrival map and probe traces (.png, .svg, .pdf); with "
                            "--integrators one file per integrator, PATH-NAME.png")
+    add_max_steps_argument(wave)
     wave.set_defaults(handler=cmd_wave)
     return wave
 
@@ -164,6 +167,10 @@ def cmd_wave(args: argparse.Namespace) -> int:
             scene = scene.with_overrides({"simulation.dt": args.dt})
         names = _integrator_names(args, scene)
         plots = _plot_paths(args.plot, names)
+        dt = scene.settings["dt"]
+        check_steps(len(names) * args.duration / dt, args.max_steps,
+                    f"--duration {args.duration:g} s at dt = {dt:g} s for {len(names)} runs",
+                    "wave")
         results = []
         for name, plot in zip(names, plots):
             result = wave_experiment(

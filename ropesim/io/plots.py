@@ -6,9 +6,11 @@ figures with :func:`new_figure` and :func:`save_figure`.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
+from .outputs import write_atomically
 from .trajectory import Trajectory
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -66,9 +68,12 @@ def plot_energy(trajectory: Trajectory, path: str | Path, track: int | None = No
 
 
 def save_figure(figure: Any, path: str | Path) -> Path:
-    """Write ``figure`` to ``path`` (the suffix picks PNG, SVG or PDF); returns the path."""
+    """Write ``figure`` to ``path`` (the suffix picks PNG, SVG or PDF), whole or not at
+    all (see :func:`~ropesim.io.outputs.write_atomically`); returns the path."""
     path = Path(path)
-    figure.savefig(path)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=path.suffix.lower().lstrip("."))
+    write_atomically(path, buffer.getvalue())
     return path
 
 

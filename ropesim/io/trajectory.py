@@ -9,14 +9,16 @@ Recording::
 
 A run that stops early still gives what was computed: on divergence ``record``
 returns the partial trajectory (``completed`` False, ``stop_reason`` says where and
-why); on Ctrl-C it raises :class:`RecordingInterrupted` (a KeyboardInterrupt, so
-scripts still stop) carrying the partial trajectory in ``.trajectory``.
+why); on Ctrl-C (or SIGTERM / SIGHUP under ``ropesim``, see :mod:`ropesim.io.interrupts`)
+it raises :class:`RecordingInterrupted` (a KeyboardInterrupt, so scripts still stop)
+carrying the partial trajectory in ``.trajectory``, its ``stop_reason`` naming the signal.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import signal
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.simulation import Simulation, SimulationDiverged
+from .interrupts import Interrupted, interrupt_cause
 from .outputs import OutputError, Progress, check_count, write_atomically
 
 FORMAT_VERSION = 1
@@ -163,11 +166,13 @@ def load_trajectory(path: str | Path) -> Trajectory:
 
 
 # --- recording ---------------------------------------------------------------------------
-class RecordingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`record`; ``.trajectory`` holds what was recorded."""
+class RecordingInterrupted(Interrupted):
+    """A stop request (Ctrl-C, SIGTERM, SIGHUP) during :func:`record`; ``.trajectory``
+    holds what was recorded, ``cause`` and ``exit_code`` say which signal it was."""
 
-    def __init__(self, trajectory: Trajectory):
-        super().__init__(trajectory.stop_reason)
+    def __init__(self, trajectory: Trajectory, signal_number: int = signal.SIGINT):
+        super().__init__(signal_number)
+        self.args = (trajectory.stop_reason,)
         self.trajectory = trajectory
 
 
@@ -214,11 +219,12 @@ def record(sim: Simulation, steps: int, every: int = 1,
         reason = (f"diverged at step {exc.step} (t = {exc.time:.4f} s) with {exc.integrator}, "
                   f"dt = {exc.dt:g} s: {exc.reason}")
         return result(False, reason)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         last_step, last_time = samples[-1][0], samples[-1][1]
-        reason = (f"interrupted (Ctrl-C) after step {last_step} (t = {last_time:.4f} s) "
-                  f"of {first_step + steps}")
-        raise RecordingInterrupted(result(False, reason)) from None
+        reason = (f"interrupted ({interrupt_cause(exc)}) after step {last_step} "
+                  f"(t = {last_time:.4f} s) of {first_step + steps}")
+        signal_number = exc.signal_number if isinstance(exc, Interrupted) else signal.SIGINT
+        raise RecordingInterrupted(result(False, reason), signal_number) from None
     return result(True, f"completed {steps} steps (t = {sim.time:.4f} s)")
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .outputs import OutputError, check_output_path
+from .interrupts import signals_held
+from .outputs import (OutputError, check_output_path, finish_temporary, temporary_path,
+                      write_atomically)
 
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".mkv")
 GIF_SUFFIX = ".gif"
@@ -77,7 +79,11 @@ def steps_per_frame(dt: float, fps: float) -> int:
     """
     if not (dt > 0 and fps > 0 and math.isfinite(dt) and math.isfinite(fps)):
         raise ValueError(f"dt and fps must be finite numbers > 0, got dt={dt}, fps={fps}")
-    return max(1, round(1.0 / (fps * dt)))
+    frame_time = fps * dt
+    if not (frame_time > 0 and math.isfinite(1.0 / frame_time)):
+        raise ValueError(f"fps * dt = {frame_time:g} is too small: a frame would take "
+                         f"unboundedly many steps (dt={dt}, fps={fps})")
+    return max(1, round(1.0 / frame_time))
 
 
 def _as_rgb(rgb: np.ndarray) -> np.ndarray:
@@ -88,22 +94,27 @@ def _as_rgb(rgb: np.ndarray) -> np.ndarray:
 
 
 def save_png(path: str | Path, rgb: np.ndarray) -> Path:
-    """Write an (h, w, 3) uint8 image as PNG."""
+    """Write an (h, w, 3) uint8 image as PNG (whole or not at all)."""
     import imageio.v3 as iio
 
     path = Path(path)
-    iio.imwrite(path, _as_rgb(rgb), extension=".png")
+    write_atomically(path, iio.imwrite("<bytes>", _as_rgb(rgb), extension=".png"))
     return path
 
 
 class VideoWriter:
     """Frames in, a file (or folder) out: ``append(rgb)`` each (h, w, 3) uint8 frame,
-    then ``close()``. Usable as a context manager. All frames must have one size."""
+    then ``close()``. Usable as a context manager. All frames must have one size.
+
+    A file writer writes ``temporary`` (a hidden name next to ``path``) and
+    ``close()`` renames it to ``path``; stop signals wait until a frame or the close
+    is done."""
 
     def __init__(self, path: str | Path, fps: float):
         if not (fps > 0 and math.isfinite(fps)):
             raise ValueError(f"fps: must be a finite number > 0, got {fps}")
         self.path = Path(path)
+        self.temporary = temporary_path(self.path)
         self.fps = float(fps)
         self.frames_written = 0
         self.size: tuple[int, int] | None = None  # (width, height) px
@@ -117,8 +128,9 @@ class VideoWriter:
         elif size != self.size:
             raise ValueError(f"frame size {size[0]}x{size[1]} differs from the first frame's "
                              f"{self.size[0]}x{self.size[1]}")
-        self._write(rgb)
-        self.frames_written += 1
+        with signals_held():
+            self._write(rgb)
+            self.frames_written += 1
 
     def _start(self, size: tuple[int, int]) -> None:
         pass
@@ -126,8 +138,19 @@ class VideoWriter:
     def _write(self, rgb: np.ndarray) -> None:
         raise NotImplementedError
 
+    def _finish(self) -> bool:
+        """Flush and close the temporary file; True if there is one to move into place."""
+        return False
+
     def close(self) -> None:
-        pass
+        """Finish the file (ffmpeg is waited for) and move it to ``path``; a writer
+        that got no frame writes nothing. Closing twice is harmless."""
+        with signals_held():
+            try:
+                if self._finish():
+                    finish_temporary(self.temporary, self.path)
+            finally:
+                self.temporary.unlink(missing_ok=True)
 
     def __enter__(self) -> "VideoWriter":
         return self
@@ -146,16 +169,18 @@ class _FfmpegWriter(VideoWriter):
 
         check_video_size(*size)
         self._writer = iio2.get_writer(
-            self.path, format="FFMPEG", mode="I", fps=self.fps, codec="libx264",
+            self.temporary, format="FFMPEG", mode="I", fps=self.fps, codec="libx264",
             pixelformat="yuv420p", quality=7, macro_block_size=16, ffmpeg_log_level="error")
 
     def _write(self, rgb: np.ndarray) -> None:
         self._writer.append_data(rgb)
 
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def _finish(self) -> bool:
+        if self._writer is None:
+            return False
+        writer, self._writer = self._writer, None
+        writer.close()  # closes ffmpeg's stdin and waits for it to write the index
+        return True
 
 
 class _GifWriter(VideoWriter):
@@ -166,15 +191,17 @@ class _GifWriter(VideoWriter):
     def _start(self, size: tuple[int, int]) -> None:
         import imageio.v3 as iio
 
-        self._file = iio.imopen(self.path, "w", plugin="pillow", extension=".gif")
+        self._file = iio.imopen(self.temporary, "w", plugin="pillow", extension=".gif")
 
     def _write(self, rgb: np.ndarray) -> None:
         self._file.write(rgb, duration=1000.0 / self.fps, loop=0)
 
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+    def _finish(self) -> bool:
+        if self._file is None:
+            return False
+        file, self._file = self._file, None
+        file.close()
+        return True
 
 
 class _FolderWriter(VideoWriter):
