@@ -34,8 +34,9 @@ HOTKEYS: tuple[Hotkey, ...] = (
     Hotkey(("w",), "W", "cycle_render_mode", "draw surface / +springs / springs+particles"),
     Hotkey(("s",), "S", "toggle_strain", "strain colouring on / off"),
     Hotkey(("g",), "G", "toggle_gravity", "gravity on / off"),
-    Hotkey(("equal",), "=", "more_substeps", "substeps per frame x2"),
-    Hotkey(("minus",), "-", "fewer_substeps", "substeps per frame /2"),
+    Hotkey(("a",), "A", "toggle_axes", "origin axes on / off"),
+    Hotkey(("equal",), "=", "faster", "time scale x2 (up to 4x real time)"),
+    Hotkey(("minus",), "-", "slower", "slow motion: time scale /2 (to 1/64)"),
     Hotkey(DIGITS, "1 ... 9", "select_scene_key", "shipped scenes"),
     Hotkey(("f",), "F", "frame_scene", "frame the scene (reset camera)"),
     Hotkey(("p",), "P", "screenshot", "screenshot PNG"),
@@ -48,7 +49,7 @@ HOTKEYS: tuple[Hotkey, ...] = (
 MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Left-drag particle", "grab, drag, release to fling"),
     ("Shift+click particle", "pin / unpin"),
-    ("Left-drag empty space", "orbit"),
+    ("Left-drag empty space", "orbit (after 4 px)"),
     ("Right- or middle-drag", "pan"),
     ("Wheel", "zoom toward the cursor"),
 )
