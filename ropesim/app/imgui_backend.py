@@ -8,8 +8,8 @@ created, updated and destroyed on imgui's request) with moderngl textures, and f
 events through imgui's event API (``add_mouse_pos_event``, ``add_key_event``, ...).
 
 :class:`ImguiInput` is that event feeding on its own (no GL), so the panel's input
-path can be driven in tests. It tells imgui the modifier state before every key and
-mouse event: X11 reports a key's modifiers as they were *before* the key, so the
+path can be driven in tests. It tells imgui the modifier state before every key event
+and mouse button: X11 reports a key's modifiers as they were *before* the key, so the
 press of Ctrl itself arrives with ctrl off; the key is counted here, so a Ctrl+click
 on a slider opens its text field on the first click.
 """
@@ -114,7 +114,7 @@ class ImguiInput:
             self.io.add_input_character(ord(c))
 
     def mouse_position_event(self, x: float, y: float, dx: float = 0, dy: float = 0) -> None:
-        self._feed_modifiers(self.modifiers())
+        # no modifiers here: motion events carry none (the window's may be a key's stale state)
         self.io.add_mouse_pos_event(float(x), float(y))
 
     mouse_drag_event = mouse_position_event

@@ -260,6 +260,8 @@ class Panel:
         outside low..high: the controller clamps it and says why); its rectangle is
         kept in ``item_rects``."""
         changed, value = imgui.slider_float(label, value, low, high, fmt, flags)
+        if imgui.is_item_hovered() and imgui.is_mouse_double_clicked(0):
+            imgui.set_keyboard_focus_here(-1)   # imgui's sliders type on Ctrl+click only
         rect_min, rect_max = imgui.get_item_rect_min(), imgui.get_item_rect_max()
         self.item_rects[label] = ((rect_min.x, rect_min.y), (rect_max.x, rect_max.y))
         return changed, value
