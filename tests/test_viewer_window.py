@@ -356,6 +356,54 @@ def test_ropesim_view_runs_and_quits_with_escape(display):
     assert "Traceback" not in err
 
 
+def _window_title(window: str) -> str:
+    found = subprocess.run(["xdotool", "getwindowname", window], capture_output=True, text=True,
+                           timeout=10)
+    return found.stdout.strip()
+
+
+def test_the_default_cloth_runs_in_real_time_as_the_title_says(display):
+    """The real program and its real clock: after a few seconds of warm-up the title's
+    real-time factor (simulated s per real s over the last second) is >= 0.95."""
+    import re
+
+    if shutil.which("xdotool") is None:
+        pytest.skip("needs xdotool to read another process's window title")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from ropesim.app.viewer import main; "
+         "sys.exit(main(['--size', '1024x640']))"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    pattern = re.compile(r"ropesim - cloth - t ([\d.]+) s - (\d+) fps - ([\d.]+)x real time")
+    try:
+        window = ""
+        for _ in range(300):
+            found = subprocess.run(["xdotool", "search", "--name", "ropesim - cloth"],
+                                   capture_output=True, text=True)
+            window = found.stdout.split()[0] if found.stdout.split() else ""
+            if window or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert window, proc.stderr.read() if proc.poll() is not None else "no window"
+        factors, times = [], []
+        deadline = time.monotonic() + 60
+        while len(factors) < 3 and time.monotonic() < deadline:
+            time.sleep(1.0)
+            match = pattern.fullmatch(_window_title(window))
+            if match and float(match[1]) >= 4.0:   # past the warm-up
+                times.append(float(match[1]))
+                factors.append(float(match[3]))
+        subprocess.run(["xdotool", "key", "--window", window, "Escape"], timeout=10)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(factors) == 3, f"titles never showed the factor: {_window_title(window)!r}"
+    assert times == sorted(times) and times[-1] > times[0]   # the simulation moves on
+    assert min(factors) >= 0.95, factors
+
+
 def _run_viewer_subprocess(extra_env: dict[str, str], argv: list[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.update(extra_env)

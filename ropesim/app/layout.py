@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PANEL_WIDTH = 300.0          # px
-HELP_WIDTH = 262.0           # px, the hotkey overlay
+HELP_WIDTH = 300.0           # px, the hotkey overlay
 MARGIN = 10.0                # px between the windows and the window's edge
 STRIP_HEIGHT = 26.0          # px, a collapsed panel (its title bar)
 COLLAPSE_BELOW_PX = 1000.0   # window width under which the panel collapses to a strip

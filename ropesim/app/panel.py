@@ -31,10 +31,11 @@ from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_widt
 from .parameters import SCALED, ParameterEditor
 
 HELP_FONT_SIZE_PX = 13.0
+HELP_KEY_COLUMN = 128.0  # px, the hotkey column of the overlay
 ITEM_WIDTH = 165.0   # px of a slider / combo; its label goes to the right
 STATUS_LINES = 7     # lines of the fixed status area
-MESSAGE_LINES = 4    # lines of the fixed message / error area (scrolls if longer)
-PLOT_HEIGHT = 150.0  # px
+MESSAGE_LINES = 3    # lines of the fixed message / error area (scrolls if longer)
+PLOT_HEIGHT = 120.0  # px
 PLOT_WINDOW = 10.0   # s of simulated time the energy plot shows (and scales to)
 LEGEND_HEIGHT = 12.0  # px, the strain legend's colour bar
 #: the strain colour map's stops at -1, 0, +1 times RenderOptions.strain_scale (sRGB),
@@ -342,7 +343,8 @@ class Panel:
         imgui.push_font(None, HELP_FONT_SIZE_PX)
         if imgui.begin("Hotkeys (H hides; clicks pass through)", None, flags)[0]:
             if imgui.begin_table("hotkeys", 2):
-                imgui.table_setup_column("key", imgui.TableColumnFlags_.width_fixed, 92.0)
+                imgui.table_setup_column("key", imgui.TableColumnFlags_.width_fixed,
+                                         HELP_KEY_COLUMN)
                 imgui.table_setup_column("action", imgui.TableColumnFlags_.width_stretch)
                 for label, text in [(h.label, h.help) for h in HOTKEYS] + list(MOUSE_HELP):
                     imgui.table_next_row()
