@@ -322,13 +322,19 @@ def test_a_slow_draw_does_not_slow_the_simulated_time():
     assert MAX_FRAME_TIME >= 0.1
 
 
-def test_divergence_pauses_and_says_how_to_recover():
+def diverged_controller() -> ViewerController:
+    """A rope too stiff for explicit Euler at dt 20 ms, run until it diverged."""
     scene = rope_scene(gravity=9.81, integrator="explicit_euler", dt=0.02)
     c = controller(scene)
     for _ in range(200):
         c.advance(FRAME)
         if c.error:
             break
+    return c
+
+
+def test_divergence_pauses_and_says_how_to_recover():
+    c = diverged_controller()
     assert c.paused and c.error and c.status == "diverged"
     assert "diverged" in c.error and "R" in c.error and "dt" in c.error
     title = c.window_title()
@@ -780,12 +786,7 @@ def test_a_typed_stiffness_beyond_the_limit_is_clamped_and_the_reason_shown():
 
 
 def test_resuming_after_a_divergence_restarts_the_energy_plot():
-    scene = rope_scene(gravity=9.81, integrator="explicit_euler", dt=0.02)
-    c = controller(scene)
-    for _ in range(200):
-        c.advance(FRAME)
-        if c.error:
-            break
+    c = diverged_controller()
     assert c.error and len(c.energy) > 2
     c.set_parameter("dt", 0.001)
     c.handle_key("space")
