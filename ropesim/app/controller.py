@@ -264,9 +264,12 @@ class ViewerController:
     def warm_up(self) -> None:
         """Run the first step of a new scene or integrator, in which numba compiles (or
         loads) its kernels, outside the frame timing: its wall time neither sets the
-        step budget nor counts as real time owed by the next frame."""
+        step budget nor counts as real time owed by the next frame. A second step
+        measures the cost, so the next frame is budgeted already."""
         self.warm_up_pending = False
         if self._run_steps(1, measure=False):
+            self.frame_clock.compiled()
+            self._run_steps(1)
             self.frame_clock.skip_next_frame()
 
     @property

@@ -125,6 +125,10 @@ class FrameClock:
         """Forget the time owed (after a pause, a reset or a dt change)."""
         self.accumulator = 0.0
 
+    def compiled(self) -> None:
+        """The kernels are compiled (a warm-up step ran): the next frame's cost counts."""
+        self._first_cost_pending = False
+
     def forget_step_cost(self) -> None:
         """Another scene or integrator: the step cost is measured afresh."""
         self._step_costs.clear()

@@ -159,6 +159,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
         if visible and c.needs_warm_up:
             self._sync_renderer()
             self._warm_up(frame_time)
+            return   # this frame is drawn; the next one's time (the compile) is skipped
         c.advance(frame_time)
         self._sync_renderer()
         self._hover_at_cursor()
