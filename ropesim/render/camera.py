@@ -29,7 +29,7 @@ from pyrr import matrix44
 WORLD_UP = np.array([0.0, 1.0, 0.0])
 ELEVATION_LIMIT = 89.0  # deg; |elevation| < 90 keeps the look-at basis well defined
 MIN_DISTANCE = 1e-6  # m
-FRAME_MARGIN = 1.1  # the framed box's projection fills 1 / FRAME_MARGIN of the viewport
+FRAME_MARGIN = 1.15  # bounding sphere radius is scaled by this when framing
 DEFAULT_VIEW = (30.0, 20.0)  # deg, azimuth and elevation of frame() for 3-D scenes
 FULL_VIEWPORT = (0.0, 0.0, 1.0, 1.0)
 
@@ -194,18 +194,18 @@ class OrbitCamera:
         """Reset the view onto ``points`` (k, 3) m, seen from ``azimuth`` / ``elevation``
         (deg; default face-on for ``planar`` systems, looking down -z, else DEFAULT_VIEW):
         target = bounding-box centre, drawn in the middle of ``viewport`` (fractions of
-        the view, see :meth:`center_in`), and the distance at which the box's eight
-        corners project inside the viewport, the tighter side filling 1 / FRAME_MARGIN
-        of it (``aspect`` = view width / height)."""
+        the view, see :meth:`center_in`), and the distance at which the bounding sphere
+        (times FRAME_MARGIN) fits the viewport's field of view (``aspect`` = view
+        width / height), whatever the direction.
+        """
         pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         pts = pts[np.all(np.isfinite(pts), axis=1)]
         if len(pts) == 0:
-            low, high = -np.ones(3), np.ones(3)
+            centre, radius = np.zeros(3), 1.0
         else:
-            low, high = pts.min(axis=0), pts.max(axis=0)
-        centre = 0.5 * (low + high)
-        half = np.maximum(0.5 * (high - low), 0.0)
-        radius = max(float(np.linalg.norm(half)), 0.05)
+            centre = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+            radius = float(np.sqrt(((pts - centre) ** 2).sum(axis=1).max()))
+        radius = max(radius, 0.05)
         default = (0.0, 0.0) if planar else DEFAULT_VIEW
         self.azimuth = float(default[0] if azimuth is None else azimuth)
         self.elevation = float(np.clip(default[1] if elevation is None else elevation,
@@ -214,19 +214,11 @@ class OrbitCamera:
         self.scene_radius = radius
         self.center_in(viewport)
         left, top, right, bottom = (float(v) for v in viewport)
+        # the viewport's half-angles about the (shifted) projection centre
         tan_y = np.tan(np.radians(self.fov_y) / 2.0)
-        # tangent of the half-angle of the viewport's width / height, as seen from the eye
-        reach_x = max(right - left, 1e-3) * tan_y * aspect / FRAME_MARGIN
-        reach_y = max(bottom - top, 1e-3) * tan_y / FRAME_MARGIN
-        signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T
-        corners = signs * half                       # relative to the target, (8, 3)
-        right_v, up_v, _ = self.basis()
-        toward_eye = corners @ self.offset_direction
-        needed = toward_eye + np.maximum(np.abs(corners @ right_v) / reach_x,
-                                         np.abs(corners @ up_v) / reach_y)
-        # the nearest corner stays well in front of the near plane
-        self.distance = max(float(needed.max()), float(toward_eye.max()) + 0.25 * radius,
-                            MIN_DISTANCE)
+        half_x = np.arctan(max(right - left, 1e-3) * tan_y * aspect)
+        half_y = np.arctan(max(bottom - top, 1e-3) * tan_y)
+        self.distance = FRAME_MARGIN * radius / np.sin(min(half_x, half_y))
 
     # ------------------------------------------------------------------ pixels <-> rays
     def world_ray(
