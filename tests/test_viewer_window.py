@@ -241,6 +241,30 @@ def test_space_and_i_keys_through_the_window(driver):
     driver.key("r", key.R, until=lambda: c.sim.time < 0.05)
 
 
+def test_a_new_integrator_says_compiling_kernels_before_its_first_step(driver):
+    import pyglet
+
+    c = driver.controller
+    seen = []
+    warm_up = c.warm_up
+
+    def spy() -> None:   # what the window showed when the (possibly long) first step began
+        seen.append((driver.wnd.title, c.sim.step_count))
+        warm_up()
+
+    c.warm_up = spy
+    try:
+        integrator = c.sim.integrator
+        driver.key("i", pyglet.window.key.I, until=lambda: c.sim.integrator != integrator)
+        driver.until(lambda: seen)
+    finally:
+        del c.warm_up
+    assert seen and "compiling kernels" in seen[0][0]
+    assert driver.until(lambda: "compiling" not in driver.wnd.title) and not c.needs_warm_up
+    c.set_integrator(integrator)   # as the other tests expect it
+    c.reset()
+
+
 def test_panel_keeps_the_mouse_it_is_over(driver):
     c = driver.controller
     assert c.show_ui
@@ -256,6 +280,8 @@ def test_a_particle_under_the_hotkey_overlay_can_be_hovered(driver):
 
     c = driver.controller
     assert c.ui_layout.help_shown
+    c.reset()
+    driver.frame(90)   # the cloth swings down and faces the camera
     driver.key("space", __import__("pyglet").window.key.SPACE, until=lambda: c.paused)
     scale = driver.wnd.buffer_size[0] / driver.wnd.size[0]
     width = c.view_size[0]

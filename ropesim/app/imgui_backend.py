@@ -198,6 +198,17 @@ class ImguiRenderer:
             imgui.render()
         self.render(imgui.get_draw_data())
 
+    def layout_frame(self, build: Callable[[], None], frame_time: float) -> None:
+        """An imgui frame that is built but not drawn: imgui sizes new windows in their
+        first frame and shows them from the second, so a frame that must show them at
+        once (the compiling notice, before the window freezes) lays them out first."""
+        self.io.delta_time = max(float(frame_time), 1e-4)
+        imgui.new_frame()
+        try:
+            build()
+        finally:
+            imgui.end_frame()
+
     def _update_textures(self) -> None:
         """Create, update or destroy GL textures as imgui asks (imgui >= 1.92)."""
         status = imgui.ImTextureStatus

@@ -144,8 +144,9 @@ class RopesimWindow(moderngl_window.WindowConfig):
         first step (numba compiles or loads the kernels; the window is frozen meanwhile)."""
         c = self.controller
         c.compiling = True
-        self.wnd.title = f"ropesim - {c.scene.name} - compiling kernels..."
+        self.wnd.title = self._title = f"ropesim - {c.scene.name} - compiling kernels..."
         try:
+            self.imgui.layout_frame(self.panel.draw, frame_time)   # visible in the next one
             self._draw(frame_time)
             self.wnd.swap_buffers()
         finally:
