@@ -188,26 +188,25 @@ class ImguiRenderer:
         self.io.display_framebuffer_scale = imgui.ImVec2(bw / max(w, 1), bh / max(h, 1))
 
     # -- drawing ------------------------------------------------------------------------------
-    def render_frame(self, build: Callable[[], None], frame_time: float) -> None:
-        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw."""
+    def _frame(self, build: Callable[[], None], frame_time: float,
+               finish: Callable[[], None]) -> None:
         self.io.delta_time = max(float(frame_time), 1e-4)
         imgui.new_frame()
         try:
             build()
         finally:
-            imgui.render()
+            finish()
+
+    def render_frame(self, build: Callable[[], None], frame_time: float) -> None:
+        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw."""
+        self._frame(build, frame_time, imgui.render)
         self.render(imgui.get_draw_data())
 
     def layout_frame(self, build: Callable[[], None], frame_time: float) -> None:
         """An imgui frame that is built but not drawn: imgui sizes new windows in their
         first frame and shows them from the second, so a frame that must show them at
         once (the compiling notice, before the window freezes) lays them out first."""
-        self.io.delta_time = max(float(frame_time), 1e-4)
-        imgui.new_frame()
-        try:
-            build()
-        finally:
-            imgui.end_frame()
+        self._frame(build, frame_time, imgui.end_frame)
 
     def _update_textures(self) -> None:
         """Create, update or destroy GL textures as imgui asks (imgui >= 1.92)."""
