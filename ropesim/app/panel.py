@@ -35,7 +35,7 @@ HELP_KEY_COLUMN = 128.0  # px, the hotkey column of the overlay
 ITEM_WIDTH = 165.0   # px of a slider / combo; its label goes to the right
 STATUS_LINES = 7     # lines of the fixed status area
 MESSAGE_LINES = 3    # lines of the fixed message / error area (scrolls if longer)
-PLOT_HEIGHT = 120.0  # px
+PLOT_HEIGHT = 140.0  # px
 PLOT_WINDOW = 10.0   # s of simulated time the energy plot shows (and scales to)
 LEGEND_HEIGHT = 12.0  # px, the strain legend's colour bar
 #: the strain colour map's stops at -1, 0, +1 times RenderOptions.strain_scale (sRGB),
