@@ -21,6 +21,7 @@ from ropesim.app.viewer import main
 
 ROOT = Path(__file__).resolve().parent.parent
 VIEW = (800, 600)
+WIDE = (1280, 720)
 FRAME = 1.0 / 60.0
 
 
@@ -83,7 +84,8 @@ def drag_fast(c: ViewerController, i: int, step_px: tuple[float, float], samples
 
 # --- hotkeys ---------------------------------------------------------------------------------
 ISSUE_KEYS = ["space", "right", "period", "r", "backspace", "i", "w", "s", "g", "equal",
-              "minus", *"123456789", "f", "p", "v", "h", "f1", "escape", "f11"]
+              "minus", *"123456789", "f", "p", "v", "h", "f1", "escape", "f11",
+              "a"]   # issue 12: A shows / hides the origin axes
 
 
 def test_hotkey_table_binds_every_key_of_the_issue_and_no_modifier():
@@ -181,13 +183,30 @@ def test_s_toggles_strain_colours_and_g_gravity():
     assert np.allclose(c.sim.gravity, [0, -9.81, 0])
 
 
-def test_equal_and_minus_double_and_halve_substeps():
+def test_equal_and_minus_double_and_halve_the_time_scale_within_its_limits():
+    from ropesim.app.frame_clock import TIME_SCALES
+
     c = controller()
+    c.handle_key("minus")
+    assert c.time_scale == 0.5 and "0.5x" in c.message
+    assert c.advance(0.010) == 5   # 10 ms of real time at half speed: 5 steps of 1 ms
     c.handle_key("equal")
-    assert c.sim.substeps == 32
-    for _ in range(10):
+    assert c.time_scale == 1.0 and c.message == "real time"
+    for _ in range(20):
         c.handle_key("minus")
-    assert c.sim.substeps == 1
+    assert c.time_scale == TIME_SCALES[0]
+    for _ in range(20):
+        c.handle_key("equal")
+    assert c.time_scale == TIME_SCALES[1]
+
+
+def test_a_toggles_the_origin_axes():
+    c = controller()
+    shown = c.options.show_axes
+    c.handle_key("a")
+    assert c.options.show_axes is not shown
+    c.handle_key("a")
+    assert c.options.show_axes is shown
 
 
 def test_digits_open_shipped_scenes():
@@ -285,29 +304,37 @@ def test_v_records_fixed_dt_frames_to_mp4(tmp_path):
 
 
 # --- frame stepping ----------------------------------------------------------------------------
-def test_advance_runs_real_time_steps_up_to_the_cap():
-    c = controller()   # dt 1 ms, 16 substeps
+def test_advance_runs_the_real_time_that_passed():
+    c = controller()   # dt 1 ms
     assert c.advance(0.010) == 10
     assert c.advance(0.0105) == 10          # 0.5 ms carried over ...
     assert c.advance(0.0005) == 1           # ... and used
-    assert c.advance(0.5) == 16             # capped
+    assert c.advance(0.2) == 200            # a slow frame owes (and allows) more steps
 
 
-def test_slow_machine_slows_down_instead_of_spiralling():
-    c = controller()
-    steps = [c.advance(0.2) for _ in range(20)]
-    assert steps == [16] * 20
-    assert c.frame_clock.accumulator <= 16 * c.sim.dt + 1e-12
-    assert c.advance(MAX_FRAME_TIME * 10) == 16
+def test_a_slow_draw_does_not_slow_the_simulated_time():
+    c = controller(cloth_scene())
+    start = c.sim.time
+    for _ in range(10):                     # 10 frames of 0.1 s: a draw-bound 10 fps
+        c.advance(0.1)
+    assert c.sim.time - start == pytest.approx(1.0, abs=1e-9)
+    assert c.frame_clock.real_time_factor == pytest.approx(1.0, abs=0.02)
+    assert MAX_FRAME_TIME >= 0.1
 
 
-def test_divergence_pauses_and_says_how_to_recover():
+def diverged_controller() -> ViewerController:
+    """A rope too stiff for explicit Euler at dt 20 ms, run until it diverged."""
     scene = rope_scene(gravity=9.81, integrator="explicit_euler", dt=0.02)
     c = controller(scene)
     for _ in range(200):
         c.advance(FRAME)
         if c.error:
             break
+    return c
+
+
+def test_divergence_pauses_and_says_how_to_recover():
+    c = diverged_controller()
     assert c.paused and c.error and c.status == "diverged"
     assert "diverged" in c.error and "R" in c.error and "dt" in c.error
     title = c.window_title()
@@ -605,9 +632,9 @@ def test_panel_builds_its_windows_from_a_controller_without_a_window():
     try:
         io = imgui.get_io()
         io.set_ini_filename("")   # no imgui.ini in the working folder
-        io.display_size = imgui.ImVec2(*VIEW)
+        io.display_size = imgui.ImVec2(*WIDE)   # wide enough for the panel and the overlay
         io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
-        c = controller(cloth_scene())
+        c = ViewerController(cloth_scene(), WIDE, clock=FakeClock())
         panel = Panel(c)
         vertices = []
         for _ in range(3):
@@ -622,3 +649,148 @@ def test_panel_builds_its_windows_from_a_controller_without_a_window():
     finally:
         implot.destroy_context(plot_context)
         imgui.destroy_context(context)
+
+
+# --- issue 12: framing in the free viewport ------------------------------------------------------
+def framed_box(c: ViewerController) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixel bounds (min, max) of the projected scene reach, and the free viewport in px."""
+    from ropesim.render.framing import reach_points
+
+    points = reach_points(c.sim)
+    low, high = points.min(axis=0), points.max(axis=0)
+    corners = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1])
+                        for z in (low[2], high[2])])
+    pixels, depth = c.camera.project(corners, *c.view_size)
+    assert np.all(np.isfinite(pixels)) and np.all((depth > -1) & (depth < 1))
+    left, top, right, bottom = c.free_viewport()
+    width, height = c.view_size
+    free = np.array([[left * width, top * height], [right * width, bottom * height]])
+    return pixels.min(axis=0), pixels.max(axis=0), free
+
+
+@pytest.mark.parametrize("size,overrides", [
+    ((1280, 720), {}),
+    ((1280, 720), {"cloth.nx": 128}),
+    ((1280, 720), {"cloth.nx": 128, "cloth.ny": 128}),
+    ((900, 560), {}),                       # narrow: the panel is a strip at the top
+])
+def test_scene_load_and_f_frame_the_scene_inside_the_free_viewport(size, overrides):
+    scene = load("cloth").with_overrides(overrides) if overrides else load("cloth")
+    c = ViewerController(scene, size, clock=FakeClock())
+    for _ in range(2):                      # the initial view, then F after orbiting
+        low, high, free = framed_box(c)
+        assert np.all(low >= free[0] - 0.5) and np.all(high <= free[1] + 0.5)
+        fill = (high - low) / (free[1] - free[0])
+        assert fill.max() > 0.5             # the tighter side fills a good part of the free part
+        direction = (c.camera.azimuth, c.camera.elevation)
+        assert direction == (scene.camera["azimuth"], scene.camera["elevation"])
+        c.press(700, 300, LEFT)
+        c.drag(800, 350)
+        c.release(800, 350, LEFT)
+        c.handle_key("f")
+    assert c.panel_collapsed == (size[0] < 1000)
+
+
+def test_a_chain_released_level_is_framed_with_where_it_will_hang():
+    c = ViewerController(load("chain-wave"), (1280, 720), clock=FakeClock())
+    pin = c.sim.positions[np.flatnonzero(c.sim.pinned)[0]]
+    length = np.linalg.norm(c.sim.positions - pin, axis=1).max()
+    hanging = pin - np.array([0.0, length, 0.0])
+    pixels, _ = c.camera.project(np.vstack([c.sim.positions, hanging]), *c.view_size)
+    left, top, right, bottom = c.free_viewport()
+    width, height = c.view_size
+    assert np.all(pixels[:, 0] >= left * width - 0.5) and np.all(pixels[:, 0] <= right * width)
+    assert np.all(pixels[:, 1] >= top * height - 0.5) and np.all(pixels[:, 1] <= bottom * height)
+
+
+def test_hiding_the_panel_centres_the_scene_in_the_whole_view():
+    c = ViewerController(load("cloth"), (1280, 720), clock=FakeClock())
+    centre = c.camera.project(c.camera.target[None], *c.view_size)[0][0]
+    left, _, right, _ = c.free_viewport()
+    assert centre[0] == pytest.approx(0.5 * (left + right) * 1280)
+    c.handle_key("h")
+    centre = c.camera.project(c.camera.target[None], *c.view_size)[0][0]
+    assert centre == pytest.approx([640.0, 360.0])
+
+
+# --- issue 12: title, warm-up, recording, drag threshold, clamping ------------------------------
+def test_title_shows_scene_time_fps_and_real_time_factor():
+    import re
+
+    c = controller()
+    for _ in range(30):
+        c.advance(FRAME)
+    title = c.window_title()
+    match = re.fullmatch(r"ropesim - test-rope - t (\d+\.\d) s - (\d+) fps - (\d+\.\d\d)x real time",
+                         title)
+    assert match, title
+    assert float(match[1]) == pytest.approx(c.sim.time, abs=0.05)
+    assert int(match[2]) == 60 and float(match[3]) == pytest.approx(1.0, abs=0.01)
+    c.handle_key("space")
+    assert c.window_title().endswith(" - paused")
+
+
+def test_a_new_scene_or_integrator_warms_up_outside_the_timing():
+    c = controller()
+    assert c.needs_warm_up
+    c.warm_up()
+    # one step to compile (not measured), one to measure the cost for the next frame
+    assert not c.needs_warm_up and c.sim.step_count == 2 and c.frame_clock.ms_per_step > 0
+    assert c.advance(0.2) == 0              # the frame that held the compile owes no time
+    budget = c.frame_clock.step_budget(0.01)
+    assert budget < 10**9 and c.advance(0.01) == min(10, budget)
+    c.handle_key("i")
+    assert c.needs_warm_up
+    c.handle_key("space")
+    assert not c.needs_warm_up              # paused: nothing to compile yet
+
+
+def test_a_recording_stops_and_is_saved_when_the_scene_changes(tmp_path):
+    c = controller(frame_source=fake_frames(), output_dir=tmp_path)
+    c.handle_key("v")
+    for _ in range(3):
+        c.advance(FRAME)
+    c.handle_key("2")
+    assert c.recorder is None and c.status != "recording"
+    videos = list(tmp_path.glob("ropesim-test-rope-*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0
+    assert "video saved" in c.message and "3 frames" in c.message and "scene 2" in c.message
+
+
+def test_a_press_that_just_misses_a_particle_does_not_orbit_until_the_mouse_moves():
+    from ropesim.app.mouse import DRAG_THRESHOLD_PX
+
+    c = controller()
+    view = (c.camera.azimuth, c.camera.elevation, *c.camera.target)
+    c.press(5, 5, LEFT)
+    c.drag(5 + 0.7 * DRAG_THRESHOLD_PX, 5 + 0.7 * DRAG_THRESHOLD_PX)   # < threshold
+    c.release(5 + 0.7 * DRAG_THRESHOLD_PX, 5, LEFT)
+    assert (c.camera.azimuth, c.camera.elevation, *c.camera.target) == view
+    c.press(5, 5, RIGHT)
+    c.drag(7, 6)
+    assert np.array_equal(c.camera.target, view[2:])   # no pan either
+    c.drag(5 + 2 * DRAG_THRESHOLD_PX, 5)
+    assert not np.array_equal(c.camera.target, view[2:])
+
+
+def test_a_typed_stiffness_beyond_the_limit_is_clamped_and_the_reason_shown():
+    from ropesim.app.parameters import SCALE_LIMITS
+
+    c = controller()
+    c.set_parameter("stiffness", 1e12)
+    limit = SCALE_LIMITS[1] * 2000.0
+    assert c.parameter("stiffness") == pytest.approx(limit)
+    assert np.allclose(c.sim.stiffness, SCALE_LIMITS[1] * c.sim.system.stiffness)
+    assert "above the highest" in c.message and f"{limit:g}" in c.message
+    c.set_parameter("dt", 1.0)
+    assert c.sim.dt == 0.02 and "dt" in c.message
+    c.set_parameter("stiffness", 3000.0)
+    assert c.message == ""                  # in range: nothing to say
+
+
+def test_resuming_after_a_divergence_restarts_the_energy_plot():
+    c = diverged_controller()
+    assert c.error and len(c.energy) > 2
+    c.set_parameter("dt", 0.001)
+    c.handle_key("space")
+    assert c.error is None and len(c.energy) == 1

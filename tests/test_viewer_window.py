@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -175,8 +176,13 @@ def particle_pixel(controller, i: int) -> tuple[float, float]:
 def clearly_pickable_particle(controller) -> int:
     """A free particle near the middle of the view that picking finds at its own pixel
     and at every pixel around it (so whole-pixel window coordinates still hit it)."""
+    return clearly_pickable_particle_at(controller, np.array(controller.view_size) / 2)
+
+
+def clearly_pickable_particle_at(controller, centre) -> int:
+    """As clearly_pickable_particle, the nearest such particle to pixel ``centre``."""
     c = controller
-    centre = np.array(c.view_size) / 2
+    centre = np.asarray(centre, dtype=float)
     free = np.flatnonzero(~c.sim.pinned)
     for j in sorted(free, key=lambda j: np.linalg.norm(np.array(particle_pixel(c, j)) - centre)):
         u, v = particle_pixel(c, j)
@@ -235,6 +241,30 @@ def test_space_and_i_keys_through_the_window(driver):
     driver.key("r", key.R, until=lambda: c.sim.time < 0.05)
 
 
+def test_a_new_integrator_says_compiling_kernels_before_its_first_step(driver):
+    import pyglet
+
+    c = driver.controller
+    seen = []
+    warm_up = c.warm_up
+
+    def spy() -> None:   # what the window showed when the (possibly long) first step began
+        seen.append((driver.wnd.title, c.sim.step_count))
+        warm_up()
+
+    c.warm_up = spy
+    try:
+        integrator = c.sim.integrator
+        driver.key("i", pyglet.window.key.I, until=lambda: c.sim.integrator != integrator)
+        driver.until(lambda: seen)
+    finally:
+        del c.warm_up
+    assert seen and "compiling kernels" in seen[0][0]
+    assert driver.until(lambda: "compiling" not in driver.wnd.title) and not c.needs_warm_up
+    c.set_integrator(integrator)   # as the other tests expect it
+    c.reset()
+
+
 def test_panel_keeps_the_mouse_it_is_over(driver):
     c = driver.controller
     assert c.show_ui
@@ -242,6 +272,33 @@ def test_panel_keeps_the_mouse_it_is_over(driver):
     driver.drag([(60, 60), (120, 80), (200, 90)])   # on the panel: no orbit
     assert c.camera.azimuth == azimuth
     assert driver.app.imgui.io.want_capture_mouse
+
+
+def test_a_particle_under_the_hotkey_overlay_can_be_hovered(driver):
+    """The overlay is translucent and lets the mouse through to the scene."""
+    from ropesim.app.layout import HELP_WIDTH, MARGIN
+
+    c = driver.controller
+    assert c.ui_layout.help_shown
+    c.reset()
+    driver.frame(90)   # the cloth swings down and faces the camera
+    driver.key("space", __import__("pyglet").window.key.SPACE, until=lambda: c.paused)
+    scale = driver.wnd.buffer_size[0] / driver.wnd.size[0]
+    width = c.view_size[0]
+    # move the view so that a particle sits in the middle of the overlay
+    i = clearly_pickable_particle(c)
+    overlay = ((width - (MARGIN + HELP_WIDTH / 2) * scale), 120 * scale)
+    u, v = particle_pixel(c, i)
+    c.camera.pan(overlay[0] - u, overlay[1] - v, c.view_size[1])
+    driver.frame(2)
+    u, v = particle_pixel(c, i)
+    assert u > width - (MARGIN + HELP_WIDTH) * scale      # under the overlay
+    j = clearly_pickable_particle_at(c, (u, v))
+    driver.move(driver.window_xy(particle_pixel(c, j)), until=lambda: c.hovered == j)
+    assert not driver.app.imgui.io.want_capture_mouse
+    driver.move((5, driver.wnd.size[1] - 5))
+    c.reset_camera(use_hints=True)
+    driver.key("space", __import__("pyglet").window.key.SPACE, until=lambda: not c.paused)
 
 
 def test_mouse_drag_moves_a_cloth_particle_and_flings_it(driver):
@@ -325,26 +382,42 @@ def test_escape_closes_the_window_cleanly(driver):
     driver.key("Escape", pyglet.window.key.ESCAPE, until=lambda: driver.wnd.is_closing)
 
 
+def _start_viewer(argv: list[str]) -> subprocess.Popen:
+    """``ropesim view ARGV`` as a separate process (its own event loop and clock)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen(
+        [sys.executable, "-c", "import sys; from ropesim.app.viewer import main; "
+         f"sys.exit(main({argv!r}))"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _windows_named(name: str) -> list[str]:
+    found = subprocess.run(["xdotool", "search", "--name", name], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def _find_window(proc: subprocess.Popen, name: str, other: Sequence[str] = ()) -> str:
+    """The X window id of the process's window titled ``name...``, not one of ``other``
+    (the windows of that name from before it started); waits up to 30 s."""
+    window = ""
+    for _ in range(300):
+        new = [w for w in _windows_named(name) if w not in other]
+        window = new[0] if new else ""
+        if window or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert window, proc.stderr.read() if proc.poll() is not None else "no window"
+    return window
+
+
 def test_ropesim_view_runs_and_quits_with_escape(display):
     """The whole program: open, receive Esc through X, exit 0 without output on stderr."""
     if shutil.which("xdotool") is None:
         pytest.skip("needs xdotool to send Esc to a separate process")
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from ropesim.app.viewer import main; "
-         "sys.exit(main(['rope', '--size', '640x400']))"],
-        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    proc = _start_viewer(['rope', '--size', '640x400'])
     try:
-        window = ""
-        for _ in range(300):
-            found = subprocess.run(["xdotool", "search", "--name", "ropesim - rope"],
-                                   capture_output=True, text=True)
-            window = found.stdout.split()[0] if found.stdout.split() else ""
-            if window or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert window, proc.stderr.read() if proc.poll() is not None else "no window"
+        window = _find_window(proc, "ropesim - rope")
         time.sleep(0.5)
         subprocess.run(["xdotool", "windowfocus", "--sync", window], check=True, timeout=10)
         subprocess.run(["xdotool", "key", "--window", window, "Escape"], check=True, timeout=10)
@@ -354,6 +427,43 @@ def test_ropesim_view_runs_and_quits_with_escape(display):
             proc.kill()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def _window_title(window: str) -> str:
+    found = subprocess.run(["xdotool", "getwindowname", window], capture_output=True, text=True,
+                           timeout=10)
+    return found.stdout.strip()
+
+
+def test_the_default_cloth_runs_in_real_time_as_the_title_says(display):
+    """The real program and its real clock: after a few seconds of warm-up the title's
+    real-time factor (simulated s per real s over the last second) is >= 0.95."""
+    import re
+
+    if shutil.which("xdotool") is None:
+        pytest.skip("needs xdotool to read another process's window title")
+    pattern = re.compile(r"ropesim - cloth - t ([\d.]+) s - (\d+) fps - ([\d.]+)x real time")
+    other = _windows_named("ropesim - cloth")   # this module's own window, say
+    proc = _start_viewer(['--size', '1024x640'])
+    try:
+        window = _find_window(proc, "ropesim - cloth", other)
+        factors, times = [], []
+        deadline = time.monotonic() + 60
+        while len(factors) < 3 and time.monotonic() < deadline:
+            time.sleep(1.0)
+            match = pattern.fullmatch(_window_title(window))
+            if match and float(match[1]) >= 4.0:   # past the warm-up
+                times.append(float(match[1]))
+                factors.append(float(match[3]))
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], timeout=10)
+        subprocess.run(["xdotool", "key", "--window", window, "Escape"], timeout=10)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(factors) == 3, f"titles never showed the factor: {_window_title(window)!r}"
+    assert times == sorted(times) and times[-1] > times[0]   # the simulation moves on
+    assert min(factors) >= 0.95, factors
 
 
 def _run_viewer_subprocess(extra_env: dict[str, str], argv: list[str]) -> subprocess.CompletedProcess:

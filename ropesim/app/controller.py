@@ -3,8 +3,8 @@
 :class:`ViewerController` needs no window and no GL, so it is tested directly
 (tests/test_viewer.py). It composes four small helpers:
 
-* :class:`~ropesim.app.frame_clock.FrameClock`: real frame times -> fixed-dt steps,
-  frame statistics;
+* :class:`~ropesim.app.frame_clock.FrameClock`: real frame times -> fixed-dt steps
+  within a time budget per frame, frame rate and real-time factor;
 * :class:`~ropesim.app.mouse.Mouse`: hover, grab / drag / fling, pins, orbit, pan, zoom;
 * :class:`~ropesim.app.capture.Capture`: screenshots and video recording;
 * :class:`~ropesim.app.parameters.ParameterEditor`: live parameters and cloth restarts.
@@ -30,16 +30,18 @@ from ..io.scenes import Scene, SceneError, load, scene_names
 from ..io.video import VideoWriter, steps_per_frame
 from ..render.camera import OrbitCamera
 from ..render.frame_loop import advance_frame
+from ..render.framing import reach_points
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
 from .capture import RECORD_FPS, Capture
 from .frame_clock import FrameClock
 from .hotkeys import DIGITS, hotkey_for
+from .layout import UiLayout, collapsed_by_width
 from .mouse import Mouse
 from .parameters import LiveParameters, ParameterEditor, cloth_overrides, cloth_shape
 from .wave_tools import WaveTools
 
-MAX_SUBSTEPS = 4096          # upper limit of the "=" key (steps per frame)
 ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
+TIME_SCALE_STEP = 2.0        # factor of the = (faster) and - (slow motion) keys
 
 
 class EnergyHistory:
@@ -77,6 +79,7 @@ class ViewerController:
     ----------
     scene : the scene to open (``--set``, ``--dt`` ... already applied).
     view_size : framebuffer (width, height), px.
+    ui_scale : framebuffer px per window px (HiDPI); the panels' sizes are window px.
     clock : monotonic time source, s (for fling velocities; injectable for tests).
     frame_source : returns the current view as (h, w, 3) uint8 RGB from a fixed-size
         offscreen target; used by screenshots and video. None: P and V report that
@@ -91,6 +94,7 @@ class ViewerController:
         scene: Scene,
         view_size: tuple[int, int] = (1280, 720),
         *,
+        ui_scale: float = 1.0,
         clock: Callable[[], float] = time.perf_counter,
         frame_source: Callable[[], np.ndarray] | None = None,
         output_dir: str | Path = ".",
@@ -99,8 +103,12 @@ class ViewerController:
     ) -> None:
         self.clock = clock
         self.view_size = (max(int(view_size[0]), 1), max(int(view_size[1]), 1))
-        self.options = RenderOptions(mode="surface")
+        self.ui_scale = float(ui_scale)
+        self.options = RenderOptions()
         self.show_ui = True
+        self.panel_collapsed = collapsed_by_width(self.view_size[0] / self.ui_scale)
+        self.warm_up_pending = True    # the next step is a new scene's or integrator's first
+        self.compiling = False         # a frame saying "compiling kernels" is being drawn
         self.quit_requested = False
         self.fullscreen_requested = False
         self.message = ""          # last status line (screenshot saved, ...)
@@ -121,9 +129,15 @@ class ViewerController:
         self.paused = bool(paused)
 
     # -- scene ---------------------------------------------------------------------------
-    def load_scene(self, scene: Scene, *, keep_live: bool = False) -> None:
+    def load_scene(self, scene: Scene, *, keep_live: bool = False) -> str:
         """Open ``scene`` (a new Simulation); ``keep_live`` keeps the live edits (dt,
-        substeps, integrator, gravity, parameter scales) of the current one."""
+        substeps, integrator, gravity, parameter scales) of the current one. A
+        recording stops and is saved first (its file is named after the old scene);
+        returns the line saying so ("" when nothing was recording)."""
+        saved = ""
+        if self.recorder is not None:
+            self.capture.stop()
+            saved = self.message
         previous = self.sim if keep_live else None
         overrides: dict[str, Any] = {}
         if previous is not None:
@@ -140,10 +154,13 @@ class ViewerController:
         self.paused = False
         self.error = None
         self.frame_clock.clear()
+        self.frame_clock.forget_step_cost()
+        self.warm_up_pending = True
         self.energy.clear()
         self._record_energy()
         self.camera = OrbitCamera()
         self.reset_camera(use_hints=True)
+        return saved
 
     def reset(self) -> None:
         """Back to the scene's initial state; settings and live edits are kept."""
@@ -162,8 +179,8 @@ class ViewerController:
         if not 1 <= number <= len(names):
             self.message = f"no scene {number}: {len(names)} shipped scenes (keys 1-{len(names)})"
             return
-        self.load_scene(load(names[number - 1]))
-        self.message = f"scene {number}: {names[number - 1]}"
+        saved = self.load_scene(load(names[number - 1]))
+        self.message = "; ".join(filter(None, [f"scene {number}: {names[number - 1]}", saved]))
 
     def select_scene_key(self, key: str) -> None:
         self.select_scene(int(key))
@@ -173,44 +190,60 @@ class ViewerController:
     def aspect(self) -> float:
         return self.view_size[0] / self.view_size[1]
 
-    def _framing_points(self) -> np.ndarray:
-        """Particle positions plus the extremes of spherical obstacles, m."""
-        points = [np.asarray(self.sim.positions, dtype=np.float64)]
-        for contact in self.sim.contacts:
-            if hasattr(contact, "center") and hasattr(contact, "radius"):
-                centre = np.asarray(contact.center, dtype=np.float64)
-                points.append(centre + float(contact.radius) * np.vstack([np.eye(3), -np.eye(3)]))
-        return np.vstack(points)
+    @property
+    def ui_layout(self) -> UiLayout:
+        """What the panels cover now (window px)."""
+        width, height = (v / self.ui_scale for v in self.view_size)
+        return UiLayout((width, height), self.show_ui, self.panel_collapsed)
+
+    def free_viewport(self) -> tuple[float, float, float, float]:
+        """(left, top, right, bottom) of the view the panels leave free, fractions."""
+        return self.ui_layout.free_viewport()
 
     def reset_camera(self, use_hints: bool = False) -> None:
-        """Frame the whole scene: planar scenes face-on, others from the scene's
-        viewing angles. With ``use_hints`` the scene's full camera hints (and any
-        --camera values) are applied on top: the initial view."""
-        self.camera.frame(self._framing_points(), planar=self.sim.planar, aspect=self.aspect)
-        hints = dict(self.scene.camera)
+        """Frame the scene's reach (see :func:`~ropesim.render.framing.reach_points`) in
+        the part of the view the panels leave free, seen from the scene's camera
+        direction (its azimuth, elevation and fov_y; its distance and target are for
+        the scene's default size, so the box sets them). Without ``use_hints`` (the F
+        key) 2-D scenes are seen face-on; with it (the initial view) any --camera
+        values are applied on top."""
+        hints = self.scene.camera
+        if "fov_y" in hints:
+            self.camera.fov_y = float(hints["fov_y"])
+        face_on = self.sim.planar and not use_hints
+        self.camera.frame(reach_points(self.sim), planar=self.sim.planar, aspect=self.aspect,
+                          viewport=self.free_viewport(),
+                          azimuth=None if face_on else hints.get("azimuth"),
+                          elevation=None if face_on else hints.get("elevation"))
         if use_hints:
-            hints.update(self._initial_camera or {})
-        else:   # keep the scene's viewing angles, except that 2-D scenes are seen face-on
-            keep = ("fov_y",) if self.sim.planar else ("azimuth", "elevation", "fov_y")
-            hints = {k: v for k, v in hints.items() if k in keep}
-        self.camera.update(hints)
+            self.camera.update(self._initial_camera or {})
 
     def frame_scene(self) -> None:
         self.reset_camera(use_hints=False)
         self.message = "camera reset"
 
-    def set_view_size(self, width: int, height: int) -> None:
-        """Framebuffer size in px (after a resize)."""
+    def set_view_size(self, width: int, height: int, ui_scale: float | None = None) -> None:
+        """Framebuffer size in px (after a resize) and, if given, framebuffer px per
+        window px; the scene stays centred in the free part of the view."""
         self.view_size = (max(int(width), 1), max(int(height), 1))
+        if ui_scale is not None:
+            self.ui_scale = float(ui_scale)
+        self.camera.center_in(self.free_viewport())
+
+    def set_panel_collapsed(self, collapsed: bool) -> None:
+        """The panel was collapsed to its strip or expanded (by the panel or a click)."""
+        if bool(collapsed) != self.panel_collapsed:
+            self.panel_collapsed = bool(collapsed)
+            self.camera.center_in(self.free_viewport())
 
     # -- stepping ---------------------------------------------------------------------------------
     def advance(self, frame_time: float) -> int:
         """Advance the simulation for one displayed frame that took ``frame_time`` s.
 
-        Running: the frame clock turns real time into at most ``sim.substeps`` steps
-        of the fixed dt. Recording: exactly ``steps_per_frame(dt, RECORD_FPS)`` steps,
-        then one video frame, so the video plays at true speed. Returns the number of
-        steps run.
+        Running: the frame clock turns the real time (times the time scale) into steps
+        of the fixed dt, as many as fit in the frame's time budget. Recording: exactly
+        ``steps_per_frame(dt, RECORD_FPS)`` steps, then one video frame, so the video
+        plays at true speed. Returns the number of steps run.
         """
         frame_time = self.frame_clock.tick(frame_time)
         self.mouse.sample_fling()
@@ -220,23 +253,42 @@ class ViewerController:
         if self.recorder is not None:
             steps = steps_per_frame(self.sim.dt, RECORD_FPS)
         else:
-            steps = self.frame_clock.steps_for(frame_time, self.sim.dt, self.sim.substeps)
+            steps = self.frame_clock.steps_for(frame_time, self.sim.dt)
         done = self._run_steps(steps)
         if self.recorder is not None and done and not self.paused:
             self.capture.add_frame()
         return done
 
     @property
+    def needs_warm_up(self) -> bool:
+        """Whether the window should show "compiling kernels" and call :meth:`warm_up`
+        before the next frame: a new scene or integrator, running, not recording."""
+        return self.warm_up_pending and not self.paused and self.recorder is None
+
+    def warm_up(self) -> None:
+        """Run the first step of a new scene or integrator, in which numba compiles (or
+        loads) its kernels, outside the frame timing: its wall time neither sets the
+        step budget nor counts as real time owed by the next frame. A second step
+        measures the cost, so the next frame is budgeted already."""
+        self.warm_up_pending = False
+        if self._run_steps(1, measure=False):
+            self.frame_clock.compiled()
+            self._run_steps(1)
+            self.frame_clock.skip_next_frame()
+
+    @property
     def frame_interval(self) -> float:
         """Mean recent frame time, s (1/60 before the first frames)."""
         return self.frame_clock.frame_interval
 
-    def _run_steps(self, steps: int) -> int:
+    def _run_steps(self, steps: int, measure: bool = True) -> int:
         """Run ``steps`` steps (none if <= 0) through the shared frame loop; a divergence
-        pauses with a message that says how to recover."""
+        pauses with a message that says how to recover. ``measure=False`` keeps their
+        wall time out of the step cost."""
         if steps <= 0:
             self.frame_clock.steps_last_frame = 0
             return 0
+        self.warm_up_pending = False
         result = advance_frame(self.sim, steps)
         exc = result.diverged
         if exc is not None:
@@ -247,7 +299,7 @@ class ViewerController:
                 f"{exc.integrator}, dt = {exc.dt:g} s): {exc.reason}. Paused at the last "
                 "finite state. To recover: R resets; lower dt in the panel; I switches "
                 "integrator (backward_euler and implicit_midpoint are stable).")
-        self.frame_clock.count(result)
+        self.frame_clock.count(result, self.sim.dt, measure=measure)
         self._record_energy()
         self.waves.sample(self.sim)
         return result.steps
@@ -269,10 +321,14 @@ class ViewerController:
         return True
 
     def toggle_pause(self) -> None:
+        """Pause or resume; resuming after a divergence starts the energy plot afresh
+        (its scale would otherwise stay at the blow-up's)."""
         self.paused = not self.paused
         self.frame_clock.clear()
-        if not self.paused:
+        if not self.paused and self.error:
             self.error = None
+            self.energy.clear()
+            self._record_energy()
 
     def single_step(self) -> None:
         """Pause (if running) and advance exactly one step of dt."""
@@ -286,6 +342,8 @@ class ViewerController:
 
     def set_integrator(self, name: str) -> None:
         self.sim.integrator = name
+        self.frame_clock.forget_step_cost()
+        self.warm_up_pending = True
         self.message = f"integrator: {name}"
 
     def cycle_render_mode(self) -> None:
@@ -296,23 +354,34 @@ class ViewerController:
     def toggle_strain(self) -> None:
         self.options.strain_colors = not self.options.strain_colors
 
+    def toggle_axes(self) -> None:
+        self.options.show_axes = not self.options.show_axes
+        self.message = "axes shown" if self.options.show_axes else "axes hidden"
+
     def toggle_gravity(self) -> None:
         self.gravity_on = not self.gravity_on
         self.params.apply_gravity()
         self.message = "gravity on" if self.gravity_on else "gravity off"
 
-    def more_substeps(self) -> None:
-        self.set_substeps(self.sim.substeps * 2)
+    @property
+    def time_scale(self) -> float:
+        """Simulated s per real s asked for (1: real time, below 1: slow motion)."""
+        return self.frame_clock.time_scale
 
-    def fewer_substeps(self) -> None:
-        self.set_substeps(self.sim.substeps // 2)
+    def faster(self) -> None:
+        self.set_time_scale(self.time_scale * TIME_SCALE_STEP)
 
-    def set_substeps(self, value: int) -> None:
-        self.sim.substeps = int(min(max(int(value), 1), MAX_SUBSTEPS))
-        self.message = f"substeps per frame: {self.sim.substeps}"
+    def slower(self) -> None:
+        self.set_time_scale(self.time_scale / TIME_SCALE_STEP)
+
+    def set_time_scale(self, value: float) -> None:
+        """Slow motion / fast forward: simulated s per real s, clamped to TIME_SCALES."""
+        scale = self.frame_clock.set_time_scale(value)
+        self.message = "real time" if scale == 1 else f"time scale {scale:g}x real time"
 
     def toggle_ui(self) -> None:
         self.show_ui = not self.show_ui
+        self.camera.center_in(self.free_viewport())
 
     def request_quit(self) -> None:
         self.quit_requested = True
@@ -338,13 +407,15 @@ class ViewerController:
         return self.params.value(name)
 
     def set_parameter(self, name: str, value: float) -> None:
-        """Apply a panel edit live (no restart). Invalid values are reported in
-        ``message`` and ignored."""
+        """Apply a panel edit live (no restart). A value beyond the parameter's limits
+        is clamped and ``message`` says so and why; an invalid one is reported there
+        and ignored."""
         try:
-            self.params.set(name, value)
+            note = self.params.set(name, value)
         except ValueError as exc:
             self.message = str(exc)
             return
+        self.message = note or ""
         if name == "dt":
             self.frame_clock.clear()
 
@@ -367,8 +438,8 @@ class ViewerController:
         except SceneError as exc:
             self.message = str(exc)
             return
-        self.load_scene(scene, keep_live=True)
-        self.message = f"restarted: {nx} x {ny} cloth"
+        saved = self.load_scene(scene, keep_live=True)
+        self.message = "; ".join(filter(None, [f"restarted: {nx} x {ny} cloth", saved]))
 
     # -- mouse (the window's calls; the state machine is self.mouse) ------------------------
     def pick(self, x: float, y: float) -> int | None:
@@ -406,7 +477,9 @@ class ViewerController:
     # -- text -----------------------------------------------------------------------------------
     @property
     def status(self) -> str:
-        """"running", "paused", "diverged" or "recording"."""
+        """"compiling", "running", "paused", "diverged" or "recording"."""
+        if self.compiling:
+            return "compiling"
         if self.error:
             return "diverged"
         if self.paused:
@@ -414,8 +487,11 @@ class ViewerController:
         return "recording" if self.recorder is not None else "running"
 
     def window_title(self) -> str:
-        """Window title: scene, integrator, state; says why and what to do after a divergence."""
-        base = f"ropesim - {self.scene.name} - {self.sim.integrator}"
+        """``ropesim - SCENE - t 4.2 s - 58 fps - 1.00x real time``, then the state when
+        not running; after a divergence it says why and what to do."""
+        clock = self.frame_clock
+        base = (f"ropesim - {self.scene.name} - t {self.sim.time:.1f} s - {clock.fps:.0f} fps - "
+                f"{clock.real_time_factor:.2f}x real time")
         if self.error:
             return (f"{base} - PAUSED: simulation diverged (R reset, I next integrator, "
                     "smaller dt in the panel)")
@@ -430,4 +506,4 @@ class ViewerController:
         self.capture.stop()
 
 
-__all__ = ["EnergyHistory", "MAX_SUBSTEPS", "ViewerController"]
+__all__ = ["EnergyHistory", "TIME_SCALE_STEP", "ViewerController"]

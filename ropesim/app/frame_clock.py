@@ -1,67 +1,151 @@
 """The viewer's clock: real frame times in, fixed-dt steps per frame and frame statistics out.
 
-Running, real time is added to an accumulator and ``min(floor(acc / dt), substeps)``
-steps of the fixed dt are run; the leftover is kept up to one frame's worth of steps,
-so a slow machine slows the simulation down instead of spiralling into ever longer
-frames. The clock also keeps the frame rate (averaged over the last ``FPS_WINDOW`` s),
-the steps of the last frame and a smoothed wall time per step.
+Running, each frame owes the simulation the real time that passed (times the
+slow-motion ``time_scale``); the clock runs as many steps of the fixed dt as that
+time holds, but no more than fit in the frame's time budget: ``BUDGET_FRACTION``
+of the frame's own duration, divided by the measured wall time of one step. So a
+slow draw never slows the physics down (a longer frame owes more steps and allows
+more), while physics that cannot keep up is capped: the time it could not simulate
+is dropped, the simulation runs slower than real time, and the frames cannot
+spiral (a frame's physics is at most ``BUDGET_FRACTION`` of the previous frame).
+
+The clock also keeps the frame rate and the real-time factor (simulated s per real
+s, both over the last ``FPS_WINDOW`` s), the steps of the last frame and the wall
+time per step: the median of the last ``STEP_COST_FRAMES`` frames, never counting
+the first frame after a new scene or integrator (numba may compile or load its
+kernels in it), so one slow frame does not set the budget. Until a frame after that
+first one is measured, the steps are not capped (frames are at most MAX_FRAME_TIME).
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from collections import deque
 
 from ..render.frame_loop import FrameAdvance
 
 MAX_FRAME_TIME = 0.25        # s; a longer frame (window dragged, debugger) counts as this
 FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
-STAT_SMOOTHING = 0.1         # weight of the newest frame in the ms-per-step average
+BUDGET_FRACTION = 0.5        # share of each frame's real duration the physics may use
+STEP_COST_FRAMES = 15        # frames whose ms per step the budget's median is taken over
+TIME_SCALES = (1 / 64, 4.0)  # slowest and fastest slow-motion factor (1: real time)
 
 
 class FrameClock:
     """Frame times -> step counts (:meth:`steps_for`) and frame statistics.
 
-    ``accumulator`` is simulated time owed, s; ``fps`` frames per s; ``ms_per_step``
-    the smoothed wall time of one step, ms; ``steps_last_frame`` the steps run in the
-    last frame.
+    ``accumulator`` is simulated time owed, s; ``time_scale`` simulated s per real s
+    asked for (1: real time); ``fps`` frames per s; ``real_time_factor`` simulated s
+    per real s achieved; ``ms_per_step`` the wall time of one step, ms;
+    ``steps_last_frame`` the steps run in the last frame; ``budget_limited`` whether
+    the last frame's steps were capped by the time budget.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget_fraction: float = BUDGET_FRACTION) -> None:
+        if not 0.0 < budget_fraction < 1.0:
+            raise ValueError(f"budget_fraction: must be in (0, 1), got {budget_fraction}")
+        self.budget_fraction = float(budget_fraction)
         self.accumulator = 0.0
+        self.time_scale = 1.0
         self.fps = 0.0
-        self.ms_per_step = 0.0
+        self.real_time_factor = 0.0
         self.steps_last_frame = 0
-        self._frame_times: deque[float] = deque()
+        self.budget_limited = False
+        self._step_costs: deque[float] = deque(maxlen=STEP_COST_FRAMES)  # ms per step
+        self._frames: deque[list[float]] = deque()   # [real s, simulated s] per frame
+        self._skip_next = False
+        self._first_cost_pending = True   # the next measured frame may hold a compile
 
+    # -- frames ------------------------------------------------------------------------------
     def tick(self, frame_time: float) -> float:
         """Count one displayed frame that took ``frame_time`` s; returns it clamped to
-        0..MAX_FRAME_TIME."""
+        0..MAX_FRAME_TIME (0 for the frame after :meth:`skip_next_frame`)."""
         frame_time = min(max(float(frame_time), 0.0), MAX_FRAME_TIME)
-        self._frame_times.append(frame_time)
-        total = sum(self._frame_times)
-        while len(self._frame_times) > 1 and total - self._frame_times[0] >= FPS_WINDOW:
-            total -= self._frame_times.popleft()
-        self.fps = len(self._frame_times) / total if total > 0 else 0.0
+        if self._skip_next:
+            self._skip_next = False
+            return 0.0
+        self._frames.append([frame_time, 0.0])
+        total = sum(real for real, _ in self._frames)
+        while len(self._frames) > 1 and total - self._frames[0][0] >= FPS_WINDOW:
+            total -= self._frames.popleft()[0]
+        self.fps = len(self._frames) / total if total > 0 else 0.0
+        self._update_factor(total)
         return frame_time
 
-    def steps_for(self, frame_time: float, dt: float, substeps: int) -> int:
-        """Steps of ``dt`` (s) owed after ``frame_time`` s, at most ``substeps``."""
-        self.accumulator += frame_time
-        steps = min(int(self.accumulator / dt + 1e-9), substeps)
-        self.accumulator = min(self.accumulator - steps * dt, substeps * dt)
+    def _update_factor(self, total: float) -> None:
+        simulated = sum(sim for _, sim in self._frames)
+        self.real_time_factor = simulated / total if total > 0 else 0.0
+
+    def skip_next_frame(self) -> None:
+        """The next frame's time is not real time owed (it held a kernel compile)."""
+        self._skip_next = True
+
+    # -- steps -------------------------------------------------------------------------------
+    @property
+    def ms_per_step(self) -> float:
+        """Wall time of one step, ms: the median of the recent frames (0: not measured)."""
+        if not self._step_costs:
+            return 0.0
+        costs = sorted(self._step_costs)
+        middle = len(costs) // 2
+        return costs[middle] if len(costs) % 2 else 0.5 * (costs[middle - 1] + costs[middle])
+
+    def step_budget(self, frame_time: float) -> int:
+        """Most steps the frame's budget holds: ``budget_fraction * frame_time`` over the
+        measured ms per step (at least 1, so the simulation always moves; no limit while
+        the cost is not yet measured)."""
+        if not self._step_costs:
+            return sys.maxsize
+        ms = self.ms_per_step
+        if ms <= 0:   # too fast for the timer: no limit
+            return sys.maxsize
+        return max(1, int(self.budget_fraction * frame_time * 1000.0 / ms))
+
+    def steps_for(self, frame_time: float, dt: float) -> int:
+        """Steps of ``dt`` (s) owed after ``frame_time`` s of real time (times
+        ``time_scale``), at most :meth:`step_budget`. Time the budget cannot cover is
+        dropped, not carried over."""
+        owed = self.accumulator + frame_time * self.time_scale
+        wanted = int(owed / dt + 1e-9)
+        steps = min(wanted, self.step_budget(frame_time))
+        self.budget_limited = steps < wanted
+        self.accumulator = 0.0 if self.budget_limited else owed - steps * dt
         return steps
+
+    def set_time_scale(self, value: float) -> float:
+        """Slow motion: simulated s per real s, clamped to TIME_SCALES; returns it."""
+        value = float(value)
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"time_scale: must be a finite number > 0, got {value}")
+        self.time_scale = min(max(value, TIME_SCALES[0]), TIME_SCALES[1])
+        return self.time_scale
 
     def clear(self) -> None:
         """Forget the time owed (after a pause, a reset or a dt change)."""
         self.accumulator = 0.0
 
-    def count(self, advance: FrameAdvance) -> None:
-        """Take the steps and wall time of the frame just run into the statistics."""
+    def compiled(self) -> None:
+        """The kernels are compiled (a warm-up step ran): the next frame's cost counts."""
+        self._first_cost_pending = False
+
+    def forget_step_cost(self) -> None:
+        """Another scene or integrator: the step cost is measured afresh."""
+        self._step_costs.clear()
+        self._first_cost_pending = True
+
+    def count(self, advance: FrameAdvance, dt: float, measure: bool = True) -> None:
+        """Take the steps of ``dt`` (s) and the wall time of the frame just run into
+        the statistics; ``measure=False`` keeps its wall time out of the step cost."""
         self.steps_last_frame = advance.steps
-        if advance.steps > 0:
-            ms = advance.ms_per_step
-            self.ms_per_step = ms if self.ms_per_step == 0 else (
-                self.ms_per_step + STAT_SMOOTHING * (ms - self.ms_per_step))
+        if self._frames:
+            self._frames[-1][1] += advance.steps * dt
+            self._update_factor(sum(real for real, _ in self._frames))
+        if measure and advance.steps > 0:
+            if self._first_cost_pending:
+                self._first_cost_pending = False
+            else:
+                self._step_costs.append(advance.ms_per_step)
 
     @property
     def frame_interval(self) -> float:
@@ -69,4 +153,5 @@ class FrameClock:
         return 1.0 / self.fps if self.fps > 0 else 1.0 / 60.0
 
 
-__all__ = ["FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME"]
+__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME", "STEP_COST_FRAMES",
+           "TIME_SCALES"]

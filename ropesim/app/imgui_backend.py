@@ -6,6 +6,12 @@ call ``get_tex_data_as_rgba32``, which imgui-bundle 1.92+ no longer has. This on
 implements imgui 1.92's texture protocol (``RendererHasTextures``: textures are
 created, updated and destroyed on imgui's request) with moderngl textures, and feeds
 events through imgui's event API (``add_mouse_pos_event``, ``add_key_event``, ...).
+
+:class:`ImguiInput` is that event feeding on its own (no GL), so the panel's input
+path can be driven in tests. It tells imgui the modifier state before every key event
+and mouse button: X11 reports a key's modifiers as they were *before* the key, so the
+press of Ctrl itself arrives with ctrl off; the key is counted here, so a Ctrl+click
+on a slider opens its text field on the first click.
 """
 
 from __future__ import annotations
@@ -55,11 +61,91 @@ def _ui_font_path() -> Path | None:
     return path if path.is_file() else None
 
 
-class ImguiRenderer:
-    """Draws imgui with moderngl into the window's framebuffer and forwards events.
+_KEY_NAMES = {
+    "TAB": "tab", "LEFT": "left_arrow", "RIGHT": "right_arrow", "UP": "up_arrow",
+    "DOWN": "down_arrow", "PAGE_UP": "page_up", "PAGE_DOWN": "page_down",
+    "HOME": "home", "END": "end", "DELETE": "delete", "BACKSPACE": "backspace",
+    "SPACE": "space", "ENTER": "enter", "ESCAPE": "escape", "MINUS": "minus",
+    "PERIOD": "period", "EQUAL": "equal", "COMMA": "comma",
+    "LEFT_CTRL": "left_ctrl", "RIGHT_CTRL": "right_ctrl", "LEFT_SHIFT": "left_shift",
+    "RIGHT_SHIFT": "right_shift", "LEFT_ALT": "left_alt", "RIGHT_ALT": "right_alt",
+    **{c: c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+    **{f"NUMBER_{d}": f"_{d}" for d in "0123456789"},
+}
+#: backend key attribute -> the modifier it is
+_MODIFIER_KEYS = {"LEFT_CTRL": "ctrl", "RIGHT_CTRL": "ctrl", "LEFT_SHIFT": "shift",
+                  "RIGHT_SHIFT": "shift", "LEFT_ALT": "alt", "RIGHT_ALT": "alt"}
 
-    Creates (and owns) the imgui and implot contexts. Event methods take
-    moderngl-window's arguments (window coordinates, top-left origin).
+
+class ImguiInput:
+    """moderngl-window events -> imgui's input queue (window coordinates, top-left
+    origin). ``keys`` is the backend's ``wnd.keys`` namespace; ``modifiers()``
+    returns the window's current KeyModifiers (shift, ctrl, alt)."""
+
+    def __init__(self, io: Any, keys: Any, modifiers: Callable[[], Any]) -> None:
+        self.io = io
+        self.keys = keys
+        self.modifiers = modifiers
+        self._keymap: dict[Any, Any] = {}
+        self._modifier_of: dict[Any, str] = {}
+        for attr, key_name in _KEY_NAMES.items():
+            code = getattr(keys, attr, "undefined")
+            if code != "undefined" and hasattr(imgui.Key, key_name):
+                self._keymap[code] = getattr(imgui.Key, key_name)
+                if attr in _MODIFIER_KEYS:
+                    self._modifier_of[code] = _MODIFIER_KEYS[attr]
+
+    def _feed_modifiers(self, modifiers: Any, key: Any = None, down: bool = False) -> None:
+        state = {name: bool(getattr(modifiers, name, False)) for name in ("shift", "ctrl", "alt")}
+        if key in self._modifier_of:   # the modifier key itself: its own new state
+            state[self._modifier_of[key]] = down
+        self.io.add_key_event(imgui.Key.mod_shift, state["shift"])
+        self.io.add_key_event(imgui.Key.mod_ctrl, state["ctrl"])
+        self.io.add_key_event(imgui.Key.mod_alt, state["alt"])
+
+    def key_event(self, key: Any, action: Any, modifiers: Any) -> None:
+        down = action == self.keys.ACTION_PRESS
+        self._feed_modifiers(modifiers, key, down)
+        if key in self._keymap:
+            self.io.add_key_event(self._keymap[key], down)
+
+    def unicode_char_entered(self, char: str) -> None:
+        for c in char:
+            self.io.add_input_character(ord(c))
+
+    def mouse_position_event(self, x: float, y: float, dx: float = 0, dy: float = 0) -> None:
+        # no modifiers here: motion events carry none (the window's may be a key's stale state)
+        self.io.add_mouse_pos_event(float(x), float(y))
+
+    mouse_drag_event = mouse_position_event
+
+    def _button(self, x: float, y: float, button: int, down: bool) -> None:
+        index = {1: 0, 2: 1, 3: 2}.get(button)   # moderngl-window left/right/middle
+        self._feed_modifiers(self.modifiers())
+        self.io.add_mouse_pos_event(float(x), float(y))
+        if index is not None:
+            self.io.add_mouse_button_event(index, down)
+
+    def mouse_press_event(self, x: float, y: float, button: int) -> None:
+        self._button(x, y, button, True)
+
+    def mouse_release_event(self, x: float, y: float, button: int) -> None:
+        self._button(x, y, button, False)
+
+    def mouse_scroll_event(self, x_offset: float, y_offset: float) -> None:
+        self.io.add_mouse_wheel_event(float(x_offset), float(y_offset))
+
+    @property
+    def wants_keyboard(self) -> bool:
+        """imgui keeps the keyboard: a text field is being edited or a widget is active."""
+        return bool(self.io.want_text_input or self.io.want_capture_keyboard)
+
+
+class ImguiRenderer:
+    """Draws imgui with moderngl into the window's framebuffer; ``input`` forwards
+    the window's events (:class:`ImguiInput`).
+
+    Creates (and owns) the imgui and implot contexts.
     """
 
     def __init__(self, wnd: Any) -> None:
@@ -93,76 +179,34 @@ class ImguiRenderer:
             index_buffer=self._ibo, index_element_size=imgui.INDEX_SIZE,
         )
         self._textures: dict[int, moderngl.Texture] = {}
-        self._keymap = self._build_keymap(wnd.keys)
+        self.input = ImguiInput(self.io, wnd.keys, lambda: wnd.modifiers)
         self.resize(*wnd.buffer_size)
 
-    @staticmethod
-    def _build_keymap(keys: Any) -> dict[Any, Any]:
-        """Backend key code -> imgui.Key for navigation, editing, letters and digits."""
-        names = {
-            "TAB": "tab", "LEFT": "left_arrow", "RIGHT": "right_arrow", "UP": "up_arrow",
-            "DOWN": "down_arrow", "PAGE_UP": "page_up", "PAGE_DOWN": "page_down",
-            "HOME": "home", "END": "end", "DELETE": "delete", "BACKSPACE": "backspace",
-            "SPACE": "space", "ENTER": "enter", "ESCAPE": "escape", "MINUS": "minus",
-            "PERIOD": "period", "EQUAL": "equal", "COMMA": "comma",
-        }
-        names.update({c: c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
-        names.update({f"NUMBER_{d}": f"_{d}" for d in "0123456789"})
-        table = {}
-        for attr, key_name in names.items():
-            code = getattr(keys, attr, "undefined")
-            if code != "undefined" and hasattr(imgui.Key, key_name):
-                table[code] = getattr(imgui.Key, key_name)
-        return table
-
-    # -- events (moderngl-window arguments) --------------------------------------------------
     def resize(self, width: int = 0, height: int = 0) -> None:
         (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
         self.io.display_size = imgui.ImVec2(float(w), float(h))
         self.io.display_framebuffer_scale = imgui.ImVec2(bw / max(w, 1), bh / max(h, 1))
 
-    def key_event(self, key: Any, action: Any, modifiers: Any) -> None:
-        down = action == self.wnd.keys.ACTION_PRESS
-        self.io.add_key_event(imgui.Key.mod_shift, bool(modifiers.shift))
-        self.io.add_key_event(imgui.Key.mod_ctrl, bool(modifiers.ctrl))
-        self.io.add_key_event(imgui.Key.mod_alt, bool(modifiers.alt))
-        if key in self._keymap:
-            self.io.add_key_event(self._keymap[key], down)
-
-    def unicode_char_entered(self, char: str) -> None:
-        for c in char:
-            self.io.add_input_character(ord(c))
-
-    def mouse_position_event(self, x: float, y: float, dx: float = 0, dy: float = 0) -> None:
-        self.io.add_mouse_pos_event(float(x), float(y))
-
-    mouse_drag_event = mouse_position_event
-
-    def _button(self, x: float, y: float, button: int, down: bool) -> None:
-        index = {1: 0, 2: 1, 3: 2}.get(button)   # moderngl-window left/right/middle
-        self.io.add_mouse_pos_event(float(x), float(y))
-        if index is not None:
-            self.io.add_mouse_button_event(index, down)
-
-    def mouse_press_event(self, x: float, y: float, button: int) -> None:
-        self._button(x, y, button, True)
-
-    def mouse_release_event(self, x: float, y: float, button: int) -> None:
-        self._button(x, y, button, False)
-
-    def mouse_scroll_event(self, x_offset: float, y_offset: float) -> None:
-        self.io.add_mouse_wheel_event(float(x_offset), float(y_offset))
-
     # -- drawing ------------------------------------------------------------------------------
-    def render_frame(self, build: Callable[[], None], frame_time: float) -> None:
-        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw."""
+    def _frame(self, build: Callable[[], None], frame_time: float,
+               finish: Callable[[], None]) -> None:
         self.io.delta_time = max(float(frame_time), 1e-4)
         imgui.new_frame()
         try:
             build()
         finally:
-            imgui.render()
+            finish()
+
+    def render_frame(self, build: Callable[[], None], frame_time: float) -> None:
+        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw."""
+        self._frame(build, frame_time, imgui.render)
         self.render(imgui.get_draw_data())
+
+    def layout_frame(self, build: Callable[[], None], frame_time: float) -> None:
+        """An imgui frame that is built but not drawn: imgui sizes new windows in their
+        first frame and shows them from the second, so a frame that must show them at
+        once (the compiling notice, before the window freezes) lays them out first."""
+        self._frame(build, frame_time, imgui.end_frame)
 
     def _update_textures(self) -> None:
         """Create, update or destroy GL textures as imgui asks (imgui >= 1.92)."""
@@ -240,5 +284,4 @@ class ImguiRenderer:
         imgui.destroy_context(self.context)
 
 
-
-__all__ = ["ImguiRenderer"]
+__all__ = ["ImguiInput", "ImguiRenderer"]

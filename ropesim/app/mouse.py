@@ -31,6 +31,7 @@ from .wave_tools import WaveTools
 ORBIT_DEG_PER_PX = 0.3       # camera orbit per dragged pixel
 ZOOM_PER_WHEEL_STEP = 0.88   # distance factor per wheel notch (towards the cursor)
 PICK_RADIUS_PX = 10.0        # cursor distance to a particle's centre that still picks it
+DRAG_THRESHOLD_PX = 4.0      # cursor travel before a press on empty space orbits or pans
 FLING_SAMPLES = 5            # frames of drag samples the release velocity is fitted to
 FLING_HOLD = 0.1             # s without cursor motion (at least 1.5 frames) = no fling
 
@@ -46,6 +47,7 @@ class MouseHost(Protocol):
     message: str
     clock: Callable[[], float]
     waves: WaveTools
+    ui_scale: float                 # framebuffer px per window px
 
     @property
     def frame_interval(self) -> float: ...
@@ -64,6 +66,7 @@ class Interaction:
     last_point: np.ndarray | None = None     # latest grab target, m
     last_move_time: float = 0.0              # s (host clock) of the last target change
     moved_since_sample: bool = False
+    started: bool = True                     # orbit / pan: the cursor passed the threshold
 
 
 def default_particle_radius(sim: Simulation) -> float:
@@ -170,9 +173,9 @@ class Mouse:
             self._tracker.reset()
             host.options.hovered = particle
         elif button == LEFT:
-            self.interaction = Interaction("orbit", button, (x, y))
+            self.interaction = Interaction("orbit", button, (x, y), started=False)
         elif button in (RIGHT, MIDDLE):
-            self.interaction = Interaction("pan", button, (x, y))
+            self.interaction = Interaction("pan", button, (x, y), started=False)
 
     def drag(self, x: float, y: float) -> None:
         """Cursor moved with a button held."""
@@ -182,6 +185,10 @@ class Mouse:
         if act is None:
             return
         dx, dy = x - act.last_xy[0], y - act.last_xy[1]
+        if not act.started:   # a press that just missed a particle does not turn the view
+            if math.hypot(dx, dy) < DRAG_THRESHOLD_PX * host.ui_scale:
+                return
+            act.started = True   # from here on the view follows the cursor from the press
         act.last_xy = (x, y)
         if act.kind == "orbit":
             host.camera.orbit(-dx * ORBIT_DEG_PER_PX, dy * ORBIT_DEG_PER_PX)
@@ -250,4 +257,5 @@ class Mouse:
         camera.zoom(ZOOM_PER_WHEEL_STEP ** float(steps), toward=toward)
 
 
-__all__ = ["Interaction", "Mouse", "MouseHost", "PICK_RADIUS_PX", "default_particle_radius"]
+__all__ = ["DRAG_THRESHOLD_PX", "Interaction", "Mouse", "MouseHost", "PICK_RADIUS_PX",
+           "default_particle_radius"]

@@ -23,6 +23,16 @@ PIN_PRESETS = {1: "corner", 2: "top-corners", 4: "four-corners"}  # panel "pins 
 #: the scaled parameters: name -> (unit, Simulation setter)
 SCALED = {"stiffness": ("N/m", "set_stiffness"), "damping": ("N s/m", "set_damping"),
           "mass": ("kg", "set_mass")}
+#: the documented ranges of the panel's parameters (typed values are clamped to them)
+DT_LIMITS = (1e-5, 0.02)          # s
+GRAVITY_LIMITS = (-30.0, 30.0)    # m/s^2, the y component
+SCALE_LIMITS = (0.01, 100.0)      # times the scene's stiffness, damping, mass
+UNITS = {"dt": "s", "gravity": "m/s^2", **{name: unit for name, (unit, _) in SCALED.items()}}
+LIMIT_REASONS = {
+    "dt": "the viewer's dt range is 1e-05 to 0.02 s",
+    "gravity": "the viewer's gravity range is -30 to 30 m/s^2",
+    **{name: f"the viewer scales the scene's {name} by 0.01 to 100" for name in SCALED},
+}
 #: the Simulation array each scaled parameter reads
 _ARRAYS = {"stiffness": "stiffness", "damping": "damping", "mass": "masses"}
 
@@ -100,28 +110,54 @@ class ParameterEditor:
             return float(live.gravity[1])
         return self.reference[name] * getattr(live, f"{name}_scale")
 
-    def set(self, name: str, value: float) -> None:
-        """Apply a panel edit live; a ValueError names the parameter and what is allowed."""
+    def limits(self, name: str) -> tuple[float, float]:
+        """The documented range of a panel parameter (its slider's ends): dt DT_LIMITS s,
+        gravity GRAVITY_LIMITS m/s^2, the scaled ones SCALE_LIMITS times the scene's
+        value (damping down to 0)."""
+        if name == "dt":
+            return DT_LIMITS
+        if name == "gravity":
+            return GRAVITY_LIMITS
+        if name in SCALED:
+            reference = self.reference[name]
+            low = 0.0 if name == "damping" else reference * SCALE_LIMITS[0]
+            return low, reference * SCALE_LIMITS[1]
+        raise ValueError(f"unknown parameter {name!r}; allowed: dt, gravity, {', '.join(SCALED)}")
+
+    def set(self, name: str, value: float) -> str | None:
+        """Apply a panel edit live. A value outside :meth:`limits` is clamped to the
+        limit and the returned note says so and why (None when nothing was clamped); a
+        value no limit can mend (not finite, mass <= 0, negative damping) raises a
+        ValueError that names the parameter and what is allowed."""
         live = self.host.live
         value = float(value)
-        if name == "dt":
-            self.host.sim.dt = value
-        elif name == "gravity":
-            if not math.isfinite(value):
-                raise ValueError("gravity: must be finite")
-            live.gravity = np.array([live.gravity[0], value, live.gravity[2]])
-            self.apply_gravity()
-        elif name in SCALED:
-            reference = self.reference[name]
+        if name in SCALED:
             if not (math.isfinite(value) and value >= 0 and (value > 0 or name != "mass")):
-                raise ValueError(f"{name}: must be {'> 0' if name == 'mass' else '>= 0'}")
-            if reference <= 0:
+                raise ValueError(f"{name}: must be {'> 0' if name == 'mass' else '>= 0'}, "
+                                 f"got {value:g}")
+            if self.reference[name] <= 0:
                 raise ValueError(f"{name}: the scene has no {name} to scale")
-            setattr(live, f"{name}_scale", value / reference)
-            self._apply_scales()
+        elif name in ("dt", "gravity"):
+            if not math.isfinite(value) or (name == "dt" and value <= 0):
+                raise ValueError(f"{name}: must be {'> 0' if name == 'dt' else 'finite'}, "
+                                 f"got {value:g}")
+        low, high = self.limits(name)
+        clamped = min(max(value, low), high)
+        note = None
+        if clamped != value:
+            unit = UNITS[name]
+            side = "above the highest" if value > high else "below the lowest"
+            note = (f"{name}: {value:g} {unit} is {side} value {clamped:g} {unit} "
+                    f"({LIMIT_REASONS[name]}); set to {clamped:g} {unit}")
+        if name == "dt":
+            self.host.sim.dt = clamped
+        elif name == "gravity":
+            live.gravity = np.array([live.gravity[0], clamped, live.gravity[2]])
+            self.apply_gravity()
         else:
-            raise ValueError(f"unknown parameter {name!r}; allowed: dt, gravity, "
-                             f"{', '.join(SCALED)}")
+            setattr(live, f"{name}_scale", clamped / self.reference[name])
+            self._apply_scales()
+        return note
 
 
 def cloth_shape(scene: Scene) -> tuple[int, int, int | None]:
@@ -139,5 +175,6 @@ def cloth_overrides(nx: int, ny: int, pins: int | None) -> dict[str, object]:
     return overrides
 
 
-__all__ = ["LiveParameters", "PIN_PRESETS", "ParameterEditor", "ParameterHost", "SCALED",
+__all__ = ["DT_LIMITS", "GRAVITY_LIMITS", "LIMIT_REASONS", "SCALE_LIMITS", "UNITS",
+           "LiveParameters", "PIN_PRESETS", "ParameterEditor", "ParameterHost", "SCALED",
            "cloth_overrides", "cloth_shape"]

@@ -16,15 +16,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-import moderngl
 import moderngl_window
 
 from ..render.camera import parse_camera_arg
 from .arguments import HEADLESS_HINT, PROG, UsageError, UsageParser, has_display, scene_from_args
 from .window import RopesimWindow, add_viewer_arguments
-
-SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader")
-
 
 class ViewerError(RuntimeError):
     """A startup failure with a one-line message for the user."""
@@ -67,20 +63,6 @@ def _explain_window_failure(exc: BaseException) -> str:
     return f"could not open the window: {text}"
 
 
-def _software_gl() -> bool:
-    """Whether this display's OpenGL is a software rasteriser (probed with a small
-    standalone context). Multisampling costs such renderers most of their frame rate."""
-    try:
-        ctx = moderngl.create_standalone_context()
-    except Exception:  # no usable context: the window creation reports it properly
-        return False
-    try:
-        renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
-    finally:
-        ctx.release()
-    return any(name in renderer for name in SOFTWARE_RENDERERS)
-
-
 def create_viewer(argv: Sequence[str]) -> RopesimWindow:
     """Parse ``argv``, check the display and scene, and open the window; returns the
     RopesimWindow instance (not yet running). Raises ViewerError or SystemExit."""
@@ -93,8 +75,6 @@ def create_viewer(argv: Sequence[str]) -> RopesimWindow:
     except (UsageError, ValueError) as exc:
         raise ViewerError(str(exc)) from None
     _check_display(args.window)
-    if args.samples is None and _software_gl():
-        argv += ["--samples", "0"]   # see _software_gl: MSAA costs such renderers dearly
     try:
         # an empty list would make moderngl-window read sys.argv instead
         return moderngl_window.create_window_config_instance(RopesimWindow,

@@ -33,16 +33,14 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     """The viewer's arguments, added to moderngl-window's parser (which rejects unknown
     flags): the scene and its overrides as for every command, plus the viewer's own."""
     add_scene_arguments(parser, optional_scene=True)
-    parser.add_argument("--substeps", type=number(int), help="steps per frame (at most)")
+    parser.add_argument("--substeps", type=number(int),
+                        help="the scene's substeps (kept for scene files and scripts; the "
+                             "window steps in real time within a time budget per frame)")
     parser.add_argument("--camera", metavar="AZ,EL,DIST[,TX,TY,TZ]",
                         help="initial camera: degrees, m")
     parser.add_argument("--paused", action="store_true", help="start paused")
     parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
     parser.add_argument("--output-dir", default=".", help="folder for screenshots and videos")
-
-
-def _nothing() -> None:
-    """An empty imgui frame."""
 
 
 class RopesimWindow(moderngl_window.WindowConfig):
@@ -63,7 +61,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
     aspect_ratio = None
     resizable = True
     vsync = True
-    #: MSAA samples (switched to 0 for software renderers unless ``--samples`` is given)
+    #: MSAA samples; ``--samples 0`` switches multisampling off where it is unsupported
     samples = 4
     #: None: the renderer clears the frame itself
     clear_color = None
@@ -80,9 +78,11 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.wnd.fullscreen_key = None
         self.key_names = key_names(self.wnd.keys)
         camera = parse_camera_arg(args.camera) if args.camera else None
+        (w, _), (bw, _) = self.wnd.size, self.wnd.buffer_size
         self.controller = ViewerController(
-            scene_from_args(args), self.wnd.buffer_size, camera=camera, paused=args.paused,
-            output_dir=args.output_dir, frame_source=self.capture_frame,
+            scene_from_args(args), self.wnd.buffer_size, ui_scale=bw / max(w, 1),
+            camera=camera, paused=args.paused, output_dir=args.output_dir,
+            frame_source=self.capture_frame,
         )
         self.controller.show_ui = not args.no_panel
         self.renderer = Renderer(self.ctx, self.controller.sim)
@@ -99,7 +99,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
         """Window -> framebuffer pixel factors, per axis (HiDPI, after resizes)."""
         (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
         self._scale = (bw / max(w, 1), bh / max(h, 1))
-        self.controller.set_view_size(bw, bh)
+        self.controller.set_view_size(bw, bh, self._scale[0])
         self.controller.mouse.pick_radius_px = PICK_RADIUS_PX * self._scale[0]
 
     def to_pixels(self, x: float, y: float) -> tuple[float, float]:
@@ -113,7 +113,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
         return self.controller.show_ui and self.imgui.io.want_capture_mouse
 
     def _ui_wants_keyboard(self) -> bool:
-        return self.controller.show_ui and self.imgui.io.want_capture_keyboard
+        return self.controller.show_ui and self.imgui.input.wants_keyboard
 
     def _sync_renderer(self) -> None:
         """Rebuild the GL buffers after the controller opened another scene."""
@@ -130,33 +130,74 @@ class RopesimWindow(moderngl_window.WindowConfig):
         return grabber.grab(self.renderer, c.camera, c.options)
 
     # -- moderngl-window 3.x callbacks -------------------------------------------------
+    def _draw(self, frame_time: float) -> None:
+        """The scene, then the panel (and notices) over it, into the window."""
+        c = self.controller
+        width, height = self.wnd.buffer_size
+        self.wnd.use()
+        self.renderer.draw(c.camera, width, height, c.options)
+        # the panel builds an empty frame while hidden: imgui's input queue stays current
+        self.imgui.render_frame(self.panel.draw, frame_time)
+
+    def _warm_up(self, frame_time: float) -> None:
+        """A new scene or integrator: show "compiling kernels" on screen, then run its
+        first step (numba compiles or loads the kernels; the window is frozen meanwhile)."""
+        c = self.controller
+        c.compiling = True
+        self.wnd.title = self._title = f"ropesim - {c.scene.name} - compiling kernels..."
+        try:
+            self.imgui.layout_frame(self.panel.draw, frame_time)   # visible in the next one
+            self._draw(frame_time)
+            self.wnd.swap_buffers()
+        finally:
+            c.compiling = False
+        c.warm_up()
+
     def on_render(self, time: float, frame_time: float) -> None:
         c = self.controller
+        width, height = self.wnd.buffer_size
+        visible = width >= 1 and height >= 1   # not minimised
+        if visible and c.needs_warm_up:
+            self._sync_renderer()
+            self._warm_up(frame_time)
+            return   # this frame is drawn; the next one's time (the compile) is skipped
         c.advance(frame_time)
         self._sync_renderer()
         self._hover_at_cursor()
-        width, height = self.wnd.buffer_size
-        if width < 1 or height < 1:   # minimised
+        if not visible:
             return
-        self.wnd.use()
-        self.renderer.draw(c.camera, width, height, c.options)
-        # an empty imgui frame while hidden keeps its input queue and flags current
-        self.imgui.render_frame(self.panel.draw if c.show_ui else _nothing, frame_time)
+        self._draw(frame_time)
         title = c.window_title()
         if title != self._title:
             self.wnd.title = self._title = title
         if c.fullscreen_requested != self._fullscreen:
             self._fullscreen = c.fullscreen_requested
             self.wnd.fullscreen = self._fullscreen
+            self._keep_focus()
         if c.quit_requested:
             self.wnd.close()
+
+    def _keep_focus(self) -> None:
+        """After a fullscreen switch some window managers leave the window unfocused:
+        ask for the focus again (pyglet: activate, glfw: focus_window)."""
+        native = getattr(self.wnd, "_window", None)
+        activate = getattr(native, "activate", None)
+        if callable(activate):
+            activate()
+            return
+        try:
+            import glfw
+        except ImportError:
+            return
+        if self.wnd.name == "glfw" and native is not None:
+            glfw.focus_window(native)
 
     def on_resize(self, width: int, height: int) -> None:
         self.imgui.resize(width, height)
         self._update_pixel_scale()
 
     def on_key_event(self, key: Any, action: Any, modifiers: Any) -> None:
-        self.imgui.key_event(key, action, modifiers)
+        self.imgui.input.key_event(key, action, modifiers)
         if action != self.wnd.keys.ACTION_PRESS or self._ui_wants_keyboard():
             return
         name = self.key_names.get(key)
@@ -164,10 +205,10 @@ class RopesimWindow(moderngl_window.WindowConfig):
             self.controller.handle_key(name)
 
     def on_unicode_char_entered(self, char: str) -> None:
-        self.imgui.unicode_char_entered(char)
+        self.imgui.input.unicode_char_entered(char)
 
     def on_mouse_position_event(self, x: int, y: int, dx: int, dy: int) -> None:
-        self.imgui.mouse_position_event(x, y, dx, dy)
+        self.imgui.input.mouse_position_event(x, y, dx, dy)
         self._cursor = self.to_pixels(x, y)
         self._hover_at_cursor()
 
@@ -183,7 +224,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
             c.mouse_move(*self._cursor)
 
     def on_mouse_press_event(self, x: int, y: int, button: int) -> None:
-        self.imgui.mouse_press_event(x, y, button)
+        self.imgui.input.mouse_press_event(x, y, button)
         if self._ui_wants_mouse():
             return
         shift = bool(self.wnd.modifiers.shift)
@@ -191,15 +232,15 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.controller.press(*self.to_pixels(x, y), button, shift=shift, alt=alt, pluck=pluck)
 
     def on_mouse_drag_event(self, x: int, y: int, dx: int, dy: int) -> None:
-        self.imgui.mouse_drag_event(x, y, dx, dy)
+        self.imgui.input.mouse_drag_event(x, y, dx, dy)
         self.controller.drag(*self.to_pixels(x, y))   # ignored unless a drag began here
 
     def on_mouse_release_event(self, x: int, y: int, button: int) -> None:
-        self.imgui.mouse_release_event(x, y, button)
+        self.imgui.input.mouse_release_event(x, y, button)
         self.controller.release(*self.to_pixels(x, y), button)  # never leave a grab stuck
 
     def on_mouse_scroll_event(self, x_offset: float, y_offset: float) -> None:
-        self.imgui.mouse_scroll_event(x_offset, y_offset)
+        self.imgui.input.mouse_scroll_event(x_offset, y_offset)
         if not self._ui_wants_mouse():
             self.controller.scroll(y_offset)
 

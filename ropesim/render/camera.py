@@ -13,6 +13,9 @@ Conventions (relied on by the renderer, the viewer and picking):
   ``ndc_y = 1 - 2v/height``. Pixel centres are at half-integers.
 * :meth:`OrbitCamera.project` and :meth:`OrbitCamera.world_ray` are exact inverses
   of each other (both use the same float64 matrices the float32 ones are cast from).
+* ``view_offset`` shifts the projection centre (a lens shift, in NDC), so the target
+  can sit in the middle of the part of the view the viewer's panels leave free while
+  orbiting still turns about it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ WORLD_UP = np.array([0.0, 1.0, 0.0])
 ELEVATION_LIMIT = 89.0  # deg; |elevation| < 90 keeps the look-at basis well defined
 MIN_DISTANCE = 1e-6  # m
 FRAME_MARGIN = 1.15  # bounding sphere radius is scaled by this when framing
+DEFAULT_VIEW = (30.0, 20.0)  # deg, azimuth and elevation of frame() for 3-D scenes
+FULL_VIEWPORT = (0.0, 0.0, 1.0, 1.0)
 
 
 def parse_camera_arg(text: str) -> dict[str, Any]:
@@ -69,6 +74,7 @@ class OrbitCamera:
         self.distance = max(float(distance), MIN_DISTANCE)
         self.fov_y = float(fov_y)
         self.scene_radius = 1.0  # m, set by frame(); keeps the far plane behind the scene
+        self.view_offset = (0.0, 0.0)  # NDC shift of the projection centre (x right, y up)
         self._near: float | None = None
         self._far: float | None = None
 
@@ -122,9 +128,13 @@ class OrbitCamera:
         return matrix44.create_look_at(self.eye, self.target, WORLD_UP, dtype=np.float64)
 
     def _proj64(self, aspect: float) -> np.ndarray:
-        return matrix44.create_perspective_projection(
+        proj = matrix44.create_perspective_projection(
             self.fov_y, float(aspect), self.near, self.far, dtype=np.float64
         )
+        # lens shift: ndc += offset, i.e. clip.xy += offset * clip.w
+        proj[:, 0] += self.view_offset[0] * proj[:, 3]
+        proj[:, 1] += self.view_offset[1] * proj[:, 3]
+        return proj
 
     def _view_projection64(self, aspect: float) -> np.ndarray:
         return self._view64() @ self._proj64(aspect)
@@ -172,24 +182,43 @@ class OrbitCamera:
             self.target = toward + (self.target - toward) * effective
         self.distance = new_distance
 
-    def frame(self, points: np.ndarray, planar: bool = False, aspect: float = 1.0) -> None:
-        """Reset the view onto ``points`` (k, 3) m: target = bounding-box centre,
-        distance so the bounding sphere fits the field of view (for ``aspect`` =
-        width / height) with a margin. Planar systems are seen face-on (azimuth 0,
-        elevation 0, looking down -z); 3-D scenes from a 3/4 view (30, 20)."""
+    def center_in(self, viewport: Sequence[float] = FULL_VIEWPORT) -> None:
+        """Put the projection centre (where the target is drawn) in the middle of
+        ``viewport``: (left, top, right, bottom) as fractions of the view, y down."""
+        left, top, right, bottom = (float(v) for v in viewport)
+        self.view_offset = (left + right - 1.0, 1.0 - top - bottom)
+
+    def frame(self, points: np.ndarray, planar: bool = False, aspect: float = 1.0,
+              viewport: Sequence[float] = FULL_VIEWPORT, azimuth: float | None = None,
+              elevation: float | None = None) -> None:
+        """Reset the view onto ``points`` (k, 3) m, seen from ``azimuth`` / ``elevation``
+        (deg; default face-on for ``planar`` systems, looking down -z, else DEFAULT_VIEW):
+        target = bounding-box centre, drawn in the middle of ``viewport`` (fractions of
+        the view, see :meth:`center_in`), and the distance at which the bounding sphere
+        (times FRAME_MARGIN) fits the viewport's field of view (``aspect`` = view
+        width / height), whatever the direction.
+        """
         pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        pts = pts[np.all(np.isfinite(pts), axis=1)]
         if len(pts) == 0:
             centre, radius = np.zeros(3), 1.0
         else:
             centre = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
             radius = float(np.sqrt(((pts - centre) ** 2).sum(axis=1).max()))
         radius = max(radius, 0.05)
-        half_y = np.radians(self.fov_y) / 2.0
-        half_x = np.arctan(np.tan(half_y) * aspect)
+        default = (0.0, 0.0) if planar else DEFAULT_VIEW
+        self.azimuth = float(default[0] if azimuth is None else azimuth)
+        self.elevation = float(np.clip(default[1] if elevation is None else elevation,
+                                       -ELEVATION_LIMIT, ELEVATION_LIMIT))
         self.target = centre
         self.scene_radius = radius
+        self.center_in(viewport)
+        left, top, right, bottom = (float(v) for v in viewport)
+        # the viewport's half-angles about the (shifted) projection centre
+        tan_y = np.tan(np.radians(self.fov_y) / 2.0)
+        half_x = np.arctan(max(right - left, 1e-3) * tan_y * aspect)
+        half_y = np.arctan(max(bottom - top, 1e-3) * tan_y)
         self.distance = FRAME_MARGIN * radius / np.sin(min(half_x, half_y))
-        self.azimuth, self.elevation = (0.0, 0.0) if planar else (30.0, 20.0)
 
     # ------------------------------------------------------------------ pixels <-> rays
     def world_ray(

@@ -1,0 +1,105 @@
+"""The viewer's frame clock on a fake clock: real-time stepping within a per-frame time
+budget. A frame's real duration is its draw time plus the physics it ran, as in the
+window's loop; the physics' cost per step is given, so nothing here depends on the
+machine."""
+
+from __future__ import annotations
+
+import pytest
+
+from ropesim.app.frame_clock import BUDGET_FRACTION, MAX_FRAME_TIME, FrameClock
+from ropesim.render.frame_loop import FrameAdvance
+
+DT = 0.001   # s
+
+
+def run_loop(clock: FrameClock, draw_s: float, step_s: float, frames: int,
+             dt: float = DT) -> dict[str, list[float]]:
+    """Drive ``clock`` as the window does: each frame lasts the draw plus the physics
+    of the steps the clock chose (``step_s`` s per step). Returns per-frame lists."""
+    frame_time = 1.0 / 60.0
+    out: dict[str, list[float]] = {"frame": [], "physics": [], "simulated": []}
+    for _ in range(frames):
+        clock.tick(frame_time)
+        steps = clock.steps_for(min(frame_time, MAX_FRAME_TIME), dt)
+        physics = steps * step_s
+        clock.count(FrameAdvance(steps, physics), dt)
+        out["frame"].append(frame_time)
+        out["physics"].append(physics)
+        out["simulated"].append(steps * dt)
+        frame_time = draw_s + physics
+    return out
+
+
+def test_a_slow_draw_keeps_the_simulation_in_real_time():
+    clock = FrameClock()
+    run = run_loop(clock, draw_s=0.1, step_s=2e-5, frames=60)
+    steady = slice(10, None)
+    real = sum(run["frame"][steady])
+    assert sum(run["simulated"][steady]) == pytest.approx(real, rel=0.01)
+    assert clock.real_time_factor == pytest.approx(1.0, abs=0.01)
+    assert clock.fps == pytest.approx(1.0 / 0.102, rel=0.05)   # the draw sets the frame rate
+    assert not clock.budget_limited
+
+
+def test_fast_physics_at_vsync_runs_exactly_in_real_time():
+    clock = FrameClock()
+    run = run_loop(clock, draw_s=1.0 / 60.0, step_s=0.0, frames=300)   # a free physics
+    assert sum(run["simulated"][5:]) == pytest.approx(sum(run["frame"][5:]), abs=DT)
+
+
+def test_slow_physics_is_capped_by_the_budget_and_cannot_spiral():
+    """2 ms per 1 ms step: real time would need twice the machine. The physics takes at
+    most BUDGET_FRACTION of each frame, so frames settle at draw / (1 - fraction)."""
+    clock = FrameClock()
+    draw = 0.01
+    run = run_loop(clock, draw_s=draw, step_s=0.002, frames=200)
+    # the first two frames measure the cost (uncapped); from then on the budget holds
+    for previous, physics in zip(run["frame"][2:], run["physics"][3:]):
+        assert physics <= BUDGET_FRACTION * previous + 0.002   # whole steps, at least one
+    settled = run["frame"][-50:]
+    assert max(settled) <= draw / (1 - BUDGET_FRACTION) + 0.004
+    assert max(settled) < 2 * min(settled)                   # steady, not growing
+    assert clock.budget_limited and clock.accumulator == 0.0  # the debt is dropped
+    factor = sum(run["simulated"][-50:]) / sum(settled)
+    assert factor == pytest.approx(BUDGET_FRACTION * DT / 0.002, rel=0.2)
+
+
+def test_the_first_frames_of_an_unmeasured_physics_are_not_capped():
+    clock = FrameClock()
+    clock.tick(0.2)
+    assert clock.steps_for(0.2, DT) == 200
+    clock.count(FrameAdvance(200, 3.0), DT)   # the first frame may hold a compile: not counted
+    assert clock.ms_per_step == 0.0 and clock.steps_for(0.1, DT) == 100
+
+
+def test_one_slow_frame_does_not_set_the_budget():
+    """A kernel compile makes one frame's steps look slow; the median ignores it."""
+    clock = FrameClock()
+    clock.count(FrameAdvance(10, 1e-4), DT)
+    for cost in (1e-5, 1e-5, 3.0, 1e-5):                     # 3 s: numba compiling
+        clock.count(FrameAdvance(100, 100 * cost), DT)
+    assert clock.ms_per_step == pytest.approx(0.01)
+    assert clock.step_budget(1.0 / 60.0) == int(BUDGET_FRACTION / 60.0 * 1000 / 0.01)
+
+
+def test_a_skipped_frame_owes_no_time_and_counts_no_frame():
+    clock = FrameClock()
+    clock.skip_next_frame()
+    assert clock.tick(0.2) == 0.0 and clock.fps == 0.0
+    assert clock.steps_for(0.0, DT) == 0
+
+
+def test_time_scale_slows_the_simulated_time():
+    clock = FrameClock()
+    clock.set_time_scale(0.25)
+    run = run_loop(clock, draw_s=1.0 / 60.0, step_s=0.0, frames=240)
+    assert sum(run["simulated"][10:]) == pytest.approx(0.25 * sum(run["frame"][10:]), abs=DT)
+    assert clock.real_time_factor == pytest.approx(0.25, abs=0.01)
+    with pytest.raises(ValueError, match="time_scale"):
+        clock.set_time_scale(0.0)
+
+
+def test_budget_fraction_must_leave_time_to_draw():
+    with pytest.raises(ValueError, match="budget_fraction"):
+        FrameClock(budget_fraction=1.0)

@@ -1,0 +1,150 @@
+"""The panel's input path without a window: events go through ImguiInput into imgui,
+the Panel builds its widgets from a ViewerController, edits land on the controller.
+Ctrl+click and double-click text entry on a slider, typed values clamped with the
+reason in the panel, the keyboard kept from the hotkeys while a field is edited, the
+strip layout of narrow windows."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from imgui_bundle import imgui, implot
+
+from ropesim.app.controller import ViewerController
+from ropesim.app.imgui_backend import ImguiInput
+from ropesim.app.layout import COLLAPSE_BELOW_PX
+from ropesim.app.panel import Panel
+from ropesim.render.renderer import strain_color_stops
+from ropesim.app.parameters import SCALE_LIMITS
+from ropesim.io.scenes import load
+
+FRAME = 1.0 / 60.0
+STIFFNESS = "stiffness [N/m]"
+
+
+class Keys:
+    """The shape of a moderngl-window ``wnd.keys`` namespace."""
+
+    ACTION_PRESS, ACTION_RELEASE = "press", "release"
+    LEFT_CTRL, ENTER, ESCAPE = 1001, 1002, 1003
+    NUMBER_1 = 49
+
+
+class Harness:
+    """An imgui context, a Panel over a cloth controller and an ImguiInput feeding it."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        self.context, self.plot_context = imgui.create_context(), implot.create_context()
+        self.io = imgui.get_io()
+        self.io.set_ini_filename("")
+        self.io.display_size = imgui.ImVec2(*size)
+        self.io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        self.controller = ViewerController(load("cloth"), size)
+        self.panel = Panel(self.controller)
+        self.modifiers = SimpleNamespace(shift=False, ctrl=False, alt=False)
+        self.input = ImguiInput(self.io, Keys, lambda: self.modifiers)
+        self.frame(3)
+
+    def frame(self, count: int = 1) -> None:
+        for _ in range(count):
+            self.io.delta_time = FRAME
+            imgui.new_frame()
+            self.panel.draw()
+            imgui.render()
+
+    def slider_point(self, label: str) -> tuple[float, float]:
+        (x0, y0), (_, y1) = self.panel.item_rects[label]
+        return x0 + 30.0, 0.5 * (y0 + y1)
+
+    def click(self, xy: tuple[float, float]) -> None:
+        self.input.mouse_press_event(*xy, 1)
+        self.frame()
+        self.input.mouse_release_event(*xy, 1)
+        self.frame()
+
+    def type_text(self, text: str) -> None:
+        for char in text:
+            self.input.unicode_char_entered(char)
+        self.frame()
+        self.input.key_event(Keys.ENTER, Keys.ACTION_PRESS, self.modifiers)
+        self.frame()
+        self.input.key_event(Keys.ENTER, Keys.ACTION_RELEASE, self.modifiers)
+        self.frame(2)
+
+    def close(self) -> None:
+        implot.destroy_context(self.plot_context)
+        imgui.destroy_context(self.context)
+
+
+@pytest.fixture
+def wide():
+    harness = Harness((1280, 720))
+    yield harness
+    harness.close()
+
+
+def test_ctrl_click_opens_the_text_field_on_the_first_click_and_a_typed_value_is_clamped(wide):
+    c = wide.controller
+    limit = SCALE_LIMITS[1] * c.params.reference["stiffness"]
+    xy = wide.slider_point(STIFFNESS)
+    wide.input.mouse_position_event(*xy)
+    wide.frame()
+    # X11 reports a key's modifiers as they were before it: the Ctrl press says ctrl off
+    wide.input.key_event(Keys.LEFT_CTRL, Keys.ACTION_PRESS, wide.modifiers)
+    wide.modifiers.ctrl = True        # the window's state once the press is in
+    wide.click(xy)
+    wide.input.key_event(Keys.LEFT_CTRL, Keys.ACTION_RELEASE, wide.modifiers)
+    wide.modifiers.ctrl = False
+    wide.frame()
+    assert wide.io.want_text_input and wide.input.wants_keyboard   # the hotkeys are off
+    wide.type_text("1e12")
+    assert c.parameter("stiffness") == pytest.approx(limit)
+    assert "1e+12" in c.message and "highest" in c.message and "0.01 to 100" in c.message
+    assert not wide.input.wants_keyboard and c.scene.name == "cloth"
+
+
+def test_double_click_opens_the_text_field(wide):
+    xy = wide.slider_point("dt [s]")
+    wide.input.mouse_position_event(*xy)
+    wide.frame()
+    wide.click(xy)
+    wide.click(xy)
+    wide.frame()
+    assert wide.io.want_text_input
+    wide.type_text("0.5")
+    c = wide.controller
+    assert c.sim.dt == pytest.approx(0.02) and "dt" in c.message and "0.02" in c.message
+
+
+def test_a_narrow_window_collapses_the_panel_to_a_strip_and_hides_the_overlay():
+    harness = Harness((900, 560))
+    try:
+        assert 900 < COLLAPSE_BELOW_PX
+        c = harness.controller
+        assert c.panel_collapsed and not c.ui_layout.help_shown
+        left, top, right, bottom = c.free_viewport()
+        assert (left, right, bottom) == (0.0, 1.0, 1.0) and 0 < top < 0.1
+    finally:
+        harness.close()
+
+
+def test_a_wide_window_shows_the_panel_and_the_overlay(wide):
+    c = wide.controller
+    assert not c.panel_collapsed and c.ui_layout.help_shown
+    left, top, right, bottom = c.free_viewport()
+    assert 0.2 < left < 0.3 and 0.7 < right < 0.8 and (top, bottom) == (0.0, 1.0)
+
+
+def test_the_strain_legend_is_drawn_with_strain_colours(wide):
+    c = wide.controller
+    wide.frame()
+    before = sum(cmd.vtx_buffer.size() for cmd in imgui.get_draw_data().cmd_lists)
+    c.handle_key("s")
+    wide.frame(2)
+    after = sum(cmd.vtx_buffer.size() for cmd in imgui.get_draw_data().cmd_lists)
+    assert after > before
+    stops = strain_color_stops(c.options.strain_scale)
+    assert [s for s, _ in stops] == [-c.options.strain_scale, 0.0, c.options.strain_scale]
+    blue, red = stops[0][1], stops[-1][1]
+    assert blue[2] > blue[0] and red[0] > red[2]
