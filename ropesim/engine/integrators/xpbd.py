@@ -106,14 +106,19 @@ def _project(lo, hi, order, x, x_prev, spring_a, spring_b, rest, k, c, inv_mass,
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def _finish(x, v, x_prev, fixed, h, damp, lo, hi):
-    """v = (x - x_prev) / h, then drag, for particles [lo, hi); (max |v|^2, check sum)."""
+    """v = (x - x_prev) / h, then drag, for particles [lo, hi); (max |v|^2, check sum).
+
+    Written as v + (x - x_predicted) / h, x_predicted recomputed as _predict made it (the
+    same bits): a particle no constraint moved keeps its velocity exactly, where
+    (x - x_prev) / h would lose digits of x at every substep."""
     max_sq, bad = 0.0, 0.0
     for i in range(lo, hi):
         if fixed[i]:
             hold(v, i, 0.0)
             continue
         for d in range(3):
-            v[i, d] = (x[i, d] - x_prev[i, d]) / h * damp
+            predicted = x_prev[i, d] + h * v[i, d]
+            v[i, d] = (v[i, d] + (x[i, d] - predicted) / h) * damp
         max_sq, bad = track_speed(v, i, max_sq, bad, 0.0)
     return max_sq, bad
 
