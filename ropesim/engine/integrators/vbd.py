@@ -33,16 +33,15 @@ that spectral radius estimate; 0 (default) leaves it off.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from numba import njit, prange
 
-from .. import parallel
 from ..kernels.particles import MIN_LENGTH, hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
+from .colour_passes import ColourPasses
 
 #: fastmath flags of the sweeps: no 'nnan'/'ninf' (the NaN check on the speed must
 #: stay); 'arcp' lets x / l become x * (1 / l)
@@ -51,8 +50,6 @@ _FAST = {"nsz", "contract", "arcp"}
 DEFAULT_ITERATIONS = 10
 #: the initial guesses of the paper, by name (their index is the kernel's mode)
 INITIALISATIONS = ("previous", "inertia", "inertia_acceleration", "adaptive")
-#: springs from which the parallel sweep is considered
-PARALLEL_MIN_SPRINGS = 4_000
 #: slices each colour is cut into for the parallel sweep (fixed: no thread-count effect)
 CHUNKS = 64
 
@@ -291,8 +288,7 @@ class VBD(Integrator):
         self._force_sq = np.zeros(n, np.float64)
         self._zero_external = np.zeros((n, 3), dtype)
         self._last_step: int | None = None
-        self._can_parallel = model.n_springs >= PARALLEL_MIN_SPRINGS
-        self._chooser = parallel.Chooser()
+        self._passes = ColourPasses(True, model.n_springs)
 
     @property
     def iterations(self) -> int:
@@ -344,16 +340,12 @@ class VBD(Integrator):
         scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
                           p.fixed, model.gravity(), external, has_external, dt, self._mode,
                           have_history)
-        use_parallel = self._can_parallel and self._chooser.parallel() and parallel.threads() > 1
-        kernel = vbd_sweeps_parallel if use_parallel else vbd_sweeps
         starts, springs, others = self._adjacency
-        start = time.perf_counter()
-        force_sq = kernel(state.x, self._x_t, self._y, self._x_1, self._x_2, p.inv_mass,
-                          p.fixed, starts, springs, others, p.rest_lengths, p.stiffness,
-                          p.damping, dt, self._order, self._colour_starts, self._iterations,
-                          self._rho, self._force_sq)
-        if self._can_parallel:
-            self._chooser.record(use_parallel, start)
+        force_sq = self._passes.run(
+            vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
+            self._x_2, p.inv_mass, p.fixed, starts, springs, others, p.rest_lengths,
+            p.stiffness, p.damping, dt, self._order, self._colour_starts, self._iterations,
+            self._rho, self._force_sq)
         stats = self.stats
         stats.iterations = self._iterations
         stats.total_iterations += self._iterations

@@ -27,16 +27,15 @@ and the parallel pass give identical results (the same order within every colour
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from numba import njit, prange
 
-from .. import parallel
 from ..kernels.colouring import edge_colouring
 from ..kernels.particles import MIN_LENGTH, hold, speed_result, track_speed
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
+from .colour_passes import ColourPasses
 
 #: fastmath flags of the projection: no 'nnan'/'ninf' (the NaN check on the speed must
 #: stay); 'arcp' lets x / l become x * (1 / l)
@@ -44,8 +43,6 @@ _FAST = {"nsz", "contract", "arcp"}
 #: default substeps per step and Gauss-Seidel iterations per substep (small steps)
 DEFAULT_SUBSTEPS = 20
 DEFAULT_ITERATIONS = 1
-#: springs from which the parallel colour pass is considered
-PARALLEL_MIN_SPRINGS = 4_000
 #: slices each colour is cut into for the parallel pass (fixed: no thread-count effect)
 CHUNKS = 64
 
@@ -242,13 +239,11 @@ class XPBD(Integrator):
         if colouring is None:  # > 128 colours (or no springs): one serial pass in order
             self._order = np.arange(m, dtype=np.int64)
             self._starts = np.array([0, m], np.int64)
-            self._can_parallel = False
         else:
             self._order, self._starts = colouring
-            self._can_parallel = m >= PARALLEL_MIN_SPRINGS
+        self._passes = ColourPasses(colouring is not None, m)
         self._chunks = np.linspace(0, n, CHUNKS + 1).astype(np.int64)
         self._results = np.zeros((CHUNKS, 2))
-        self._chooser = parallel.Chooser()
 
     @property
     def substeps(self) -> int:
@@ -300,17 +295,12 @@ class XPBD(Integrator):
         gravity = model.gravity()
         result = 0.0
         for _ in range(self._substeps):
-            use_parallel = (self._can_parallel and self._chooser.parallel()
-                            and parallel.threads() > 1)
-            kernel = xpbd_substep_parallel if use_parallel else xpbd_substep
-            start = time.perf_counter()
-            result = kernel(state.x, state.v, self._x_prev, model.spring_a, model.spring_b,
-                            p.rest_lengths, p.stiffness, p.damping, p.inv_mass, p.fixed,
-                            gravity, external, has_external, self._order, self._starts,
-                            self._lambda, h, self._iterations, compliance, damp,
-                            self._chunks, self._results)
-            if self._can_parallel:
-                self._chooser.record(use_parallel, start)
+            result = self._passes.run(
+                xpbd_substep, xpbd_substep_parallel, state.x, state.v, self._x_prev,
+                model.spring_a, model.spring_b, p.rest_lengths, p.stiffness, p.damping,
+                p.inv_mass, p.fixed, gravity, external, has_external, self._order,
+                self._starts, self._lambda, h, self._iterations, compliance, damp,
+                self._chunks, self._results)
         stats = self.stats
         stats.iterations = self._substeps * self._iterations
         stats.total_iterations += stats.iterations
