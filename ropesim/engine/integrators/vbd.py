@@ -1,4 +1,4 @@
-"""Vertex Block Descent (Chen, Macklin, Yuksel, Kaufman, Cem; "Vertex Block Descent",
+"""Vertex Block Descent (A. H. Chen, Z. Liu, Y. Yang, C. Yuksel: "Vertex Block Descent",
 ACM Transactions on Graphics 43(4), SIGGRAPH 2024).
 
 One backward-Euler step of dt = h is the minimiser of the variational energy
@@ -26,7 +26,7 @@ default is "inertia": there is no line search, and on a stiff cloth at 20x the e
 step limit the guesses that add h^2 g (y, adaptive while the cloth falls) stretch the
 springs at the pins so far that the first Newton steps overshoot and tangle the cloth
 (tests/test_vbd.py), while "inertia" stays smooth. ``chebyshev_rho`` in (0, 1) turns on
-the Chebyshev semi-iterative acceleration of the sweeps (the paper's Section 3.8) with
+the Chebyshev semi-iterative acceleration of the sweeps (as in the paper) with
 that spectral radius estimate; 0 (default) leaves it off.
 """
 
