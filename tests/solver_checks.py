@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import ropesim as rs
+from test_physics import grid_net
 
 #: the stiff 16x16 cloth of test_physics: 10 g particles, 1000 N/m springs
 STIFF_MASS, STIFF_K = 0.01, 1000.0
@@ -63,21 +64,9 @@ def check_stable_at_twenty_times_the_explicit_limit(name, configure, energy_slac
     assert sim.solver_stats.iterations > 0 and sim.solver_stats.converged
 
 
-def jittered_net(nx=4, ny=4, spacing=0.1, stiffness=100.0, mass=0.01, pinned=(0,),
-                 velocities=None, seed=3):
-    """A small cloth-like net (structural + shear) jittered out of rest."""
-    ids = np.arange(nx * ny).reshape(ny, nx)
-    pairs = [(ids[r, c], ids[r, c + 1]) for r in range(ny) for c in range(nx - 1)]
-    pairs += [(ids[r, c], ids[r + 1, c]) for r in range(ny - 1) for c in range(nx)]
-    pairs += [(ids[r, c], ids[r + 1, c + 1]) for r in range(ny - 1) for c in range(nx - 1)]
-    pairs += [(ids[r, c + 1], ids[r + 1, c]) for r in range(ny - 1) for c in range(nx - 1)]
-    gx, gy = np.meshgrid(np.arange(nx) * spacing, np.arange(ny) * spacing)
-    flat = np.stack([gx.ravel(), gy.ravel(), np.zeros(nx * ny)], axis=1)
-    rest = np.linalg.norm(flat[[a for a, _ in pairs]] - flat[[b for _, b in pairs]], axis=1)
-    rng = np.random.default_rng(seed)
-    jittered = flat + rng.normal(scale=0.1 * spacing, size=flat.shape)
-    return rs.SpringSystem(jittered, pairs, rest_lengths=rest, mass=mass, stiffness=stiffness,
-                           pinned=pinned, velocities=velocities)
+def jittered_net(nx=4, ny=4, stiffness=100.0, pinned=(0,)):
+    """test_physics' jittered cloth-like net (structural + shear), here 4x4 from one pin."""
+    return grid_net(nx=nx, ny=ny, stiffness=stiffness, pinned=pinned)
 
 
 def check_undamped_energy_never_grows(name, configure, steps=10_000):

@@ -1,11 +1,13 @@
-"""The serial-or-parallel choice of the colour-by-colour Gauss-Seidel solvers (xpbd.py,
-vbd.py): each has a serial kernel and a parallel one with identical results (within a
-colour no two updates touch one particle), and runs one of them per call."""
+"""What the colour-by-colour Gauss-Seidel solvers (xpbd.py, vbd.py) share: the choice of
+their serial or parallel kernel (identical results: within a colour no two updates touch
+one particle) and the checks of their settings."""
 
 from __future__ import annotations
 
 import time
 from typing import Any, Callable
+
+import numpy as np
 
 from .. import parallel
 
@@ -37,3 +39,30 @@ class ColourPasses:
         if self.large:
             self.chooser.record(use, start)
         return result
+
+
+def number_setting(value: Any, field: str, allowed: str) -> float:
+    """value as a float; TypeError naming ``field`` (e.g. "vbd.chebyshev_rho") and the
+    ``allowed`` values for a non-number (bools included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                         np.floating)):
+        raise TypeError(f"{field}: expected {allowed}, got {value!r}")
+    return float(value)
+
+
+class CountSetting:
+    """An integrator attribute that holds an integer >= 1 (substeps, iterations): assigning
+    anything else raises a ValueError naming "<integrator name>.<attribute>"."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else getattr(obj, self.slot)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{obj.name}.{self.name}: expected an integer >= 1, "
+                             f"got {value!r}")
+        setattr(obj, self.slot, int(value))

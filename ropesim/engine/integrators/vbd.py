@@ -37,11 +37,12 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kernels.particles import MIN_LENGTH, hold, speed_result, track_speed
+from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
+from ..linalg.multigrid import _inv3 as inverse_3x3
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
-from .colour_passes import ColourPasses
+from .colour_passes import ColourPasses, CountSetting, number_setting
 
 #: fastmath flags of the sweeps: no 'nnan'/'ninf' (the NaN check on the speed must
 #: stay); 'arcp' lets x / l become x * (1 / l)
@@ -127,10 +128,7 @@ def _descend(lo, hi, order, x, x_t, y, inv_mass, fixed, adj_starts, adj_springs,
         for a in range(adj_starts[i], adj_starts[i + 1]):
             s = adj_springs[a]
             j = adj_others[a]
-            dx = x[i, 0] - x[j, 0]
-            dy = x[i, 1] - x[j, 1]
-            dz = x[i, 2] - x[j, 2]
-            length = math.sqrt(dx * dx + dy * dy + dz * dz)
+            dx, dy, dz, length = spring_vector(x, i, j)
             if length < MIN_LENGTH:
                 continue
             inv = 1.0 / length
@@ -158,20 +156,11 @@ def _descend(lo, hi, order, x, x_t, y, inv_mass, fixed, adj_starts, adj_springs,
             hxz += axial * nx * nz
             hyz += axial * ny * nz
         force_sq[i] = fx * fx + fy * fy + fz * fz
-        # the symmetric positive definite 3x3 solve by its adjugate
-        c00 = hyy * hzz - hyz * hyz
-        c01 = hxz * hyz - hxy * hzz
-        c02 = hxy * hyz - hyy * hxz
-        c11 = hxx * hzz - hxz * hxz
-        c12 = hxy * hxz - hxx * hyz
-        c22 = hxx * hyy - hxy * hxy
-        det = hxx * c00 + hxy * c01 + hxz * c02
-        if not det > 0.0:
-            continue
-        inv_det = 1.0 / det
-        x[i, 0] += (c00 * fx + c01 * fy + c02 * fz) * inv_det
-        x[i, 1] += (c01 * fx + c11 * fy + c12 * fz) * inv_det
-        x[i, 2] += (c02 * fx + c12 * fy + c22 * fz) * inv_det
+        # the symmetric positive definite 3x3 solve (zeros if singular: no move)
+        ixx, iyy, izz, ixy, ixz, iyz = inverse_3x3(hxx, hyy, hzz, hxy, hxz, hyz)
+        x[i, 0] += ixx * fx + ixy * fy + ixz * fz
+        x[i, 1] += ixy * fx + iyy * fy + iyz * fz
+        x[i, 2] += ixz * fx + iyz * fy + izz * fz
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -270,6 +259,7 @@ class VBD(Integrator):
     description = "vertex block descent: backward Euler by 3x3 Newton sweeps, any dt"
     unconditionally_stable = True
     has_solver_stats = True
+    iterations = CountSetting()  # sweeps (block Gauss-Seidel iterations) per step
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -291,17 +281,6 @@ class VBD(Integrator):
         self._passes = ColourPasses(True, model.n_springs)
 
     @property
-    def iterations(self) -> int:
-        """Sweeps (block Gauss-Seidel iterations) per step."""
-        return self._iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"vbd.iterations: expected an integer >= 1, got {value!r}")
-        self._iterations = int(value)
-
-    @property
     def initialisation(self) -> str:
         """The initial guess of each step: one of INITIALISATIONS."""
         return INITIALISATIONS[self._mode]
@@ -320,12 +299,10 @@ class VBD(Integrator):
 
     @chebyshev_rho.setter
     def chebyshev_rho(self, value: float) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating,
-                                                             np.integer)):
-            raise TypeError(f"vbd.chebyshev_rho: expected a number in [0, 1), got {value!r}")
-        if not 0.0 <= float(value) < 1.0:
+        rho = number_setting(value, "vbd.chebyshev_rho", "a number in [0, 1)")
+        if not 0.0 <= rho < 1.0:
             raise ValueError(f"vbd.chebyshev_rho: expected a number in [0, 1), got {value!r}")
-        self._rho = float(value)
+        self._rho = rho
 
     def notify_model_changed(self, flags: Changed) -> None:
         """Nothing is cached from the parameters: every sweep reads them."""

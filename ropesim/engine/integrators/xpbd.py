@@ -32,10 +32,10 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.colouring import edge_colouring
-from ..kernels.particles import MIN_LENGTH, hold, speed_result, track_speed
+from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
-from .colour_passes import ColourPasses
+from .colour_passes import ColourPasses, CountSetting, number_setting
 
 #: fastmath flags of the projection: no 'nnan'/'ninf' (the NaN check on the speed must
 #: stay); 'arcp' lets x / l become x * (1 / l)
@@ -76,10 +76,7 @@ def _project(lo, hi, order, x, x_prev, spring_a, spring_b, rest, k, c, inv_mass,
         wsum = wi + wj
         if wsum == 0.0:
             continue
-        dx = x[i, 0] - x[j, 0]
-        dy = x[i, 1] - x[j, 1]
-        dz = x[i, 2] - x[j, 2]
-        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        dx, dy, dz, length = spring_vector(x, i, j)
         if length < MIN_LENGTH:
             continue
         inv = 1.0 / length
@@ -182,10 +179,7 @@ def constraint_error(x, x_prev, spring_a, spring_b, rest, k, c, inv_mass, fixed,
         j = spring_b[s]
         if fixed[i] and fixed[j]:
             continue
-        dx = x[i, 0] - x[j, 0]
-        dy = x[i, 1] - x[j, 1]
-        dz = x[i, 2] - x[j, 2]
-        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        dx, dy, dz, length = spring_vector(x, i, j)
         if length < MIN_LENGTH:
             continue
         r = length - rest[s]
@@ -201,12 +195,6 @@ def constraint_error(x, x_prev, spring_a, spring_b, rest, k, c, inv_mass, fixed,
         if not abs(r) <= worst:  # NaN propagates
             worst = abs(r)
     return worst
-
-
-def _count(value, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"xpbd.{field}: expected an integer >= 1, got {value!r}")
-    return int(value)
 
 
 @register_integrator
@@ -225,6 +213,8 @@ class XPBD(Integrator):
     description = "XPBD, small steps: springs as compliant constraints, any dt"
     unconditionally_stable = True
     has_solver_stats = True
+    substeps = CountSetting()  # substeps per step, each of dt / substeps s
+    iterations = CountSetting()  # Gauss-Seidel iterations per substep
 
     def __init__(self, model: Model):
         super().__init__(model)
@@ -246,24 +236,6 @@ class XPBD(Integrator):
         self._results = np.zeros((CHUNKS, 2))
 
     @property
-    def substeps(self) -> int:
-        """Substeps per step (each of dt / substeps s)."""
-        return self._substeps
-
-    @substeps.setter
-    def substeps(self, value: int) -> None:
-        self._substeps = _count(value, "substeps")
-
-    @property
-    def iterations(self) -> int:
-        """Gauss-Seidel iterations per substep."""
-        return self._iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._iterations = _count(value, "iterations")
-
-    @property
     def compliance(self) -> float | None:
         """None (each spring's 1/k) or one compliance for every spring, m/N (0: rigid)."""
         return self._compliance
@@ -271,11 +243,7 @@ class XPBD(Integrator):
     @compliance.setter
     def compliance(self, value: float | None) -> None:
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating,
-                                                                 np.integer)):
-                raise TypeError(f"xpbd.compliance: expected None or a number >= 0 (m/N), "
-                                f"got {value!r}")
-            value = float(value)
+            value = number_setting(value, "xpbd.compliance", "None or a number >= 0 (m/N)")
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"xpbd.compliance: expected None or a finite number >= 0 "
                                  f"(m/N), got {value!r}")
