@@ -40,7 +40,7 @@ from numba import njit, prange
 from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..linalg.multigrid import _inv3 as inverse_3x3
-from ..state import Changed, Model, State
+from ..state import Model, State
 from .base import Integrator, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
@@ -252,7 +252,8 @@ class VBD(Integrator):
     (0 = off, default; or the spectral radius estimate in (0, 1)). ``stats``:
     ``iterations`` = sweeps of the last step, ``residual`` = |f| of its last sweep over
     |M (y - x_t) / h^2| (the force imbalance left, relative to the step's inertial
-    force), ``converged`` = that residual is finite.
+    force), ``converged`` = that residual is finite. The kernels read the Params every
+    sweep, so live edits need no notice (the base notify_model_changed).
     """
 
     name = "vbd"
@@ -276,7 +277,6 @@ class VBD(Integrator):
         self._x_2 = np.zeros((n, 3), dtype)
         self._v_start = np.zeros((n, 3), dtype)  # the last step's start velocities
         self._force_sq = np.zeros(n, np.float64)
-        self._zero_external = np.zeros((n, 3), dtype)
         self._last_step: int | None = None
         self._passes = ColourPasses(True, model.n_springs)
 
@@ -304,14 +304,9 @@ class VBD(Integrator):
             raise ValueError(f"vbd.chebyshev_rho: expected a number in [0, 1), got {value!r}")
         self._rho = rho
 
-    def notify_model_changed(self, flags: Changed) -> None:
-        """Nothing is cached from the parameters: every sweep reads them."""
-
     def step(self, state: State, dt: float) -> float:
         model, p = self.model, self.model.params
-        external, has_external = self.external_forces(state)
-        if not has_external:
-            external = self._zero_external
+        external, has_external = self.external_forces(state)  # read only if has_external
         have_history = self._last_step is not None and state.step_count == self._last_step + 1
         self._last_step = state.step_count
         scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,

@@ -33,7 +33,7 @@ from numba import njit, prange
 
 from ..kernels.colouring import edge_colouring
 from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
-from ..state import Changed, Model, State
+from ..state import Model, State
 from .base import Integrator, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
@@ -206,7 +206,8 @@ class XPBD(Integrator):
     a number >= 0: that compliance for every spring, 0 = rigid rods). ``stats``:
     ``iterations`` = Gauss-Seidel passes of the last step (substeps x iterations),
     ``residual`` = its constraint error (:func:`constraint_error`, m, after the last
-    pass), ``converged`` = that error is finite.
+    pass), ``converged`` = that error is finite. The kernels read the Params every
+    substep, so live edits need no notice (the base notify_model_changed).
     """
 
     name = "xpbd"
@@ -224,7 +225,6 @@ class XPBD(Integrator):
         n, m, dtype = model.n_particles, model.n_springs, model.dtype
         self._x_prev = np.zeros((n, 3), dtype)
         self._lambda = np.zeros(m, np.float64)
-        self._zero_external = np.zeros((n, 3), dtype)
         colouring = edge_colouring(model.spring_a, model.spring_b, n) if m else None
         if colouring is None:  # > 128 colours (or no springs): one serial pass in order
             self._order = np.arange(m, dtype=np.int64)
@@ -249,14 +249,9 @@ class XPBD(Integrator):
                                  f"(m/N), got {value!r}")
         self._compliance = value
 
-    def notify_model_changed(self, flags: Changed) -> None:
-        """Nothing is cached from the parameters: every substep reads them."""
-
     def step(self, state: State, dt: float) -> float:
         model, p = self.model, self.model.params
-        external, has_external = self.external_forces(state)
-        if not has_external:
-            external = self._zero_external
+        external, has_external = self.external_forces(state)  # read only if has_external
         h = dt / self._substeps
         compliance = -1.0 if self._compliance is None else self._compliance
         damp = math.exp(-float(p.drag[0]) * h) if model.drag_on else 1.0
