@@ -12,9 +12,11 @@ from .base import (
 from .euler import ExplicitEuler, SymplecticEuler  # explicit_euler, symplectic_euler
 from .verlet import Verlet  # verlet
 from .theta import BackwardEuler, ImplicitMidpoint  # implicit_midpoint, backward_euler
+from .xpbd import XPBD  # xpbd
+from .vbd import VBD  # vbd
 
 __all__ = [
     "Integrator", "INTEGRATORS", "DEFAULT_INTEGRATOR", "SolverStats", "register_integrator",
     "get_integrator", "ExplicitEuler", "SymplecticEuler", "Verlet", "ImplicitMidpoint",
-    "BackwardEuler",
+    "BackwardEuler", "XPBD", "VBD",
 ]

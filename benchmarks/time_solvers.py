@@ -1,0 +1,164 @@
+"""Side by side: the stable integrators at dt = 1/60 s against symplectic Euler at its
+largest stable dt (issue 14's benchmark). Standalone: ``python benchmarks/time_solvers.py``.
+
+1. The stiff 64 x 64 cloth (workload.stiff_cloth_system): one simulated second with
+   each unconditionally stable integrator at dt = 1/60 s (XPBD with its substeps) and
+   with symplectic Euler at the largest dt of EXPLICIT_RATES it survives; the runs are
+   timed alternately, ``--reps`` times each (fresh simulations, medians reported), and
+   each one's position error after the second is the largest distance from a reference
+   run (symplectic Euler at dt = 1/REFERENCE_RATE s).
+2. The standard 128 x 128 cloth (workload.cloth_system) at dt = 1/60 s: steps per second
+   of XPBD and VBD (goal: >= 60, real time).
+
+Prints a markdown table (and JSON with ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for path in (HERE, ROOT):  # measure the code next to the benchmark
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import ropesim as rs  # noqa: E402
+from ropesim.engine import parallel  # noqa: E402
+from workload import cloth_system, stiff_cloth_system  # noqa: E402
+
+EXPLICIT_RATES = (3000, 3100, 3200, 3300, 3400, 3500, 3750, 4000, 4500, 5000, 6000)
+REFERENCE_RATE = 12_000
+DT = 1.0 / 60.0
+
+
+def one_second(system, integrator: str, dt: float, settings: dict | None = None):
+    """(seconds of wall time, Simulation) for one simulated second."""
+    sim = rs.Simulation(system, dt=dt, integrator=integrator)
+    for key, value in (settings or {}).items():
+        setattr(sim.integrator_object, key, value)
+    steps = int(round(1.0 / dt))
+    start = time.perf_counter()
+    sim.step(steps)
+    return time.perf_counter() - start, sim
+
+
+def largest_stable_dt(system) -> float | None:
+    for rate in EXPLICIT_RATES:
+        try:
+            one_second(system, "symplectic_euler", 1.0 / rate)
+        except rs.SimulationDiverged:
+            continue
+        return 1.0 / rate
+    return None
+
+
+def stiff_cloth_table(reps: int) -> list[dict]:
+    system, _ = stiff_cloth_system(64)
+    runs = [(name, DT, {}) for name, cls in rs.INTEGRATORS.items()
+            if cls.unconditionally_stable]
+    # the trade-offs: fewer XPBD substeps, more VBD sweeps, Chebyshev acceleration
+    runs += [("xpbd", DT, {"substeps": 5}), ("xpbd", DT, {"substeps": 10}),
+             ("vbd", DT, {"iterations": 30}), ("vbd", DT, {"iterations": 30,
+                                                         "chebyshev_rho": 0.7})]
+    explicit_dt = largest_stable_dt(system)
+    if explicit_dt is not None:
+        runs.append(("symplectic_euler", explicit_dt, {}))
+    _, reference = one_second(system, "symplectic_euler", 1.0 / REFERENCE_RATE)
+    for name, dt, settings in runs:  # warm-up: compile or load every kernel
+        rs.Simulation(system, dt=dt, integrator=name).step(3)
+    times: list[list[float]] = [[] for _ in runs]
+    finals = [None] * len(runs)
+    for _ in range(reps):  # alternately, so a drift of the machine's speed hits all alike
+        for r, (name, dt, settings) in enumerate(runs):
+            elapsed, sim = one_second(system, name, dt, settings)
+            times[r].append(elapsed)
+            finals[r] = sim
+    rows = []
+    for r, (name, dt, settings) in enumerate(runs):
+        sim = finals[r]
+        error = float(np.linalg.norm(sim.positions - reference.positions, axis=1).max())
+        stats = sim.solver_stats if sim.has_solver_stats else None
+        rows.append({
+            "integrator": name, "settings": settings, "dt": dt,
+            "second_s": float(np.median(times[r])), "all_s": times[r],
+            "error_m": error, "iterations": stats.iterations if stats else None,
+            "residual": stats.residual if stats else None,
+        })
+    explicit = rows[-1]["second_s"] if explicit_dt is not None else None
+    for row in rows:
+        row["speedup_vs_explicit"] = explicit / row["second_s"] if explicit else None
+    return rows
+
+
+def realtime_table(seconds: float) -> list[dict]:
+    system = cloth_system(128)
+    rows = []
+    for name in ("xpbd", "vbd"):
+        sim = rs.Simulation(system, dt=DT, integrator=name)
+        sim.step(5)  # compile or load, and let the parallel chooser time both versions
+        steps, start = 0, time.perf_counter()
+        while steps < 20 or time.perf_counter() - start < seconds:
+            sim.step()
+            steps += 1
+        rate = steps / (time.perf_counter() - start)
+        rows.append({"integrator": name, "steps_per_s": rate,
+                     "finite": bool(np.all(np.isfinite(sim.positions)))})
+    return rows
+
+
+def describe(settings: dict, name: str) -> str:
+    if name == "xpbd":
+        return f"{settings.get('substeps', 20)} substeps x {settings.get('iterations', 1)} iteration"
+    if name == "vbd":
+        rho = settings.get("chebyshev_rho", 0.0)
+        return f"{settings.get('iterations', 10)} sweeps" + (f", Chebyshev {rho}" if rho else "")
+    return ""
+
+
+def markdown(stiff: list[dict], realtime: list[dict]) -> str:
+    lines = ["Stiff 64 x 64 cloth (k = 4e6 m N/m), one simulated second; error = largest "
+             f"distance from symplectic Euler at dt = 1/{REFERENCE_RATE} s after 1 s.", "",
+             "| integrator | dt | wall s (median) | x vs symplectic Euler | error m |",
+             "|---|---|---|---|---|"]
+    for row in stiff:
+        label = row["integrator"] + (f" ({describe(row['settings'], row['integrator'])})"
+                                     if describe(row["settings"], row["integrator"]) else "")
+        speedup = row["speedup_vs_explicit"]
+        lines.append(f"| {label} | 1/{round(1 / row['dt'])} | {row['second_s']:.3f} | "
+                     f"{speedup:.2f} | {row['error_m']:.3g} |" if speedup else
+                     f"| {label} | 1/{round(1 / row['dt'])} | {row['second_s']:.3f} | - | "
+                     f"{row['error_m']:.3g} |")
+    lines += ["", "Standard 128 x 128 cloth at dt = 1/60 s:", "",
+              "| integrator | steps/s |", "|---|---|"]
+    for row in realtime:
+        lines.append(f"| {row['integrator']} | {row['steps_per_s']:.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3, help="timed runs of each (median)")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="wall seconds of each 128 x 128 rate measurement")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    stiff = stiff_cloth_table(args.reps)
+    realtime = realtime_table(args.seconds)
+    print(markdown(stiff, realtime))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"stiff_cloth": stiff, "realtime": realtime,
+                       "threads": parallel.info()}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

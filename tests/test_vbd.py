@@ -1,0 +1,141 @@
+"""Vertex Block Descent (integrators/vbd.py) against closed forms, invariants and
+backward Euler. Unless a test says otherwise it runs the defaults: 10 sweeps per step,
+the "inertia" initial guess, no Chebyshev acceleration."""
+
+import numpy as np
+import pytest
+
+import ropesim as rs
+from solver_checks import (
+    chain_static_error, check_deterministic, check_grab_and_pins, check_live_stiffness_edit,
+    check_stable_at_twenty_times_the_explicit_limit, check_switching_in_and_out,
+    check_undamped_energy_never_grows, jittered_net, keep_defaults, momentum_drift,
+    settled_chain,
+)
+
+
+def sweeps(count, rho=0.0, initialisation="inertia"):
+    """configure(): ``count`` sweeps per step, Chebyshev rho, initial guess."""
+
+    def configure(vbd):
+        vbd.iterations = count
+        vbd.chebyshev_rho = rho
+        vbd.initialisation = initialisation
+
+    return configure
+
+
+def test_registered_as_unconditionally_stable_with_solver_stats():
+    cls = rs.INTEGRATORS["vbd"]
+    assert cls.unconditionally_stable and cls.has_solver_stats
+
+
+def test_hanging_chain_settles_to_the_closed_form_static_shape_at_dt_60th():
+    """10 sweeps per step: the fixed point of the sweeps is the static shape itself."""
+    sim = settled_chain("vbd", keep_defaults)
+    assert chain_static_error(sim) < 1e-3
+    assert sim.solver_stats.iterations == 10 and sim.solver_stats.residual < 1e-4
+
+
+def test_stable_and_finite_at_twenty_times_the_explicit_limit():
+    """Backward Euler dissipates: the energy never rises above the start (0.1%)."""
+    check_stable_at_twenty_times_the_explicit_limit("vbd", keep_defaults, energy_slack=1e-3)
+
+
+def test_undamped_energy_never_grows_over_ten_thousand_steps():
+    check_undamped_energy_never_grows("vbd", keep_defaults)
+
+
+def test_free_system_conserves_momentum():
+    """The internal forces cancel once the sweeps converge: at dt = 1e-3 s 10 sweeps
+    reach rounding; at dt = 1/60 s 120 sweeps do (10 leave ~6e-3 kg m/s over 300 steps,
+    60 ~2e-8)."""
+    assert momentum_drift("vbd", keep_defaults, 1e-3) < 1e-11
+    assert momentum_drift("vbd", sweeps(120), 1 / 60) < 1e-11
+
+
+def test_deterministic_and_serial_equals_parallel():
+    check_deterministic("vbd", keep_defaults)
+    check_deterministic("vbd", sweeps(10, rho=0.9, initialisation="adaptive"))
+
+
+def test_switching_in_and_out_mid_run():
+    check_switching_in_and_out("vbd", keep_defaults)
+    check_switching_in_and_out("vbd", sweeps(10, initialisation="adaptive"))
+
+
+def test_live_stiffness_edit_moves_the_static_shape():
+    assert check_live_stiffness_edit("vbd", keep_defaults) < 1e-3
+
+
+def test_grab_and_pins():
+    check_grab_and_pins("vbd", keep_defaults)
+
+
+def one_step(name, system, dt, configure=keep_defaults, **options):
+    sim = rs.Simulation(system, dt=dt, integrator=name, **options)
+    configure(sim.integrator_object)
+    sim.step()
+    return sim
+
+
+def test_converges_to_the_backward_euler_step_on_linear_springs():
+    """A chain moving along its own axis has linear springs and dampers, so backward
+    Euler's one linearised solve is the exact implicit step: 200 sweeps agree to 1e-9 m."""
+    n = 8
+    positions = [[0.1 * i + 0.01 * np.sin(i), 0.0, 0.0] for i in range(n)]
+    velocities = [[np.cos(3 * i), 0.0, 0.0] for i in range(n)]
+    chain = rs.SpringSystem(positions, [[i, i + 1] for i in range(n - 1)], rest_lengths=0.1,
+                            mass=0.05, stiffness=200.0, damping=0.5, pinned=[0],
+                            velocities=velocities)
+    options = {"gravity": (0.0, 0.0, 0.0)}
+    vbd = one_step("vbd", chain, 1 / 60, sweeps(200), **options)
+    be = one_step("backward_euler", chain, 1 / 60, cg_tolerance=1e-10, **options)
+    assert np.abs(be.positions - chain.positions3()).max() > 1e-3  # a real step
+    np.testing.assert_allclose(vbd.positions, be.positions, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(vbd.velocities, be.velocities, rtol=0, atol=1e-7)
+
+
+def test_converges_to_the_backward_euler_step_of_a_net():
+    """On a jittered 4x4 net the springs turn within the step: VBD's converged step is the
+    nonlinear implicit step, backward Euler's the linearised one. Their gap shrinks like
+    dt^2 or faster (the linearisation error), far below the step's own displacement."""
+    net = jittered_net()
+    gaps = []
+    for dt in (1 / 120, 1 / 480):
+        vbd = one_step("vbd", net, dt, sweeps(300))
+        be = one_step("backward_euler", net, dt, cg_tolerance=1e-10)
+        moved = np.abs(be.positions - net.positions3()).max()
+        gaps.append(np.abs(vbd.positions - be.positions).max())
+        assert gaps[-1] < 0.05 * moved
+        assert vbd.solver_stats.residual < 1e-10
+    assert gaps[1] < gaps[0] / 16  # dt / 4: 16x for a dt^2 gap (measured ~150x)
+
+
+def test_chebyshev_acceleration_converges_faster():
+    """20 sweeps on a stiff net at dt = 1/240 s leave a 10x smaller residual with
+    Chebyshev at rho = 0.7 (measured 30x; rho >= 0.9 overshoots there)."""
+    net = jittered_net(stiffness=1000.0)
+    plain = one_step("vbd", net, 1 / 240, sweeps(20))
+    fast = one_step("vbd", net, 1 / 240, sweeps(20, rho=0.7))
+    assert fast.solver_stats.residual < 0.1 * plain.solver_stats.residual
+
+
+def test_initial_guesses_all_reach_the_same_step():
+    results = []
+    for guess in ("previous", "inertia", "inertia_acceleration", "adaptive"):
+        results.append(one_step("vbd", jittered_net(), 1 / 60, sweeps(200, initialisation=guess))
+                       .positions)
+    for other in results[1:]:
+        np.testing.assert_allclose(other, results[0], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("iterations", 0, ValueError), ("iterations", 1.5, ValueError),
+    ("initialisation", "guess", ValueError), ("chebyshev_rho", 1.0, ValueError),
+    ("chebyshev_rho", -0.1, ValueError), ("chebyshev_rho", "fast", TypeError),
+])
+def test_bad_settings_name_the_field(field, value, error):
+    sim = rs.Simulation(rs.rope(4, 1.0), integrator="vbd")
+    with pytest.raises(error, match=f"vbd.{field}"):
+        setattr(sim.integrator_object, field, value)

@@ -1,0 +1,103 @@
+"""XPBD (integrators/xpbd.py) against closed forms and invariants. Unless a test says
+otherwise it runs the default small-steps scheme: 20 substeps of one Gauss-Seidel
+iteration per step of dt."""
+
+import numpy as np
+import pytest
+
+import ropesim as rs
+from solver_checks import (
+    chain_static_error, check_deterministic, check_grab_and_pins, check_live_stiffness_edit,
+    check_stable_at_twenty_times_the_explicit_limit, check_switching_in_and_out,
+    check_undamped_energy_never_grows, hanging_chain, keep_defaults, momentum_drift,
+    settled_chain,
+)
+
+
+def test_registered_as_unconditionally_stable_with_solver_stats():
+    cls = rs.INTEGRATORS["xpbd"]
+    assert cls.unconditionally_stable and cls.has_solver_stats
+
+
+def test_hanging_chain_settles_to_the_closed_form_static_shape_at_dt_60th():
+    """20 substeps x 1 iteration: within 2% (the dampers' term bends the small-steps fixed
+    point by about c h / k); 20 substeps x 4 iterations converge each substep: 0.1%."""
+    assert chain_static_error(settled_chain("xpbd", keep_defaults)) < 0.02
+
+    def four_iterations(xpbd):
+        xpbd.iterations = 4
+
+    assert chain_static_error(settled_chain("xpbd", four_iterations)) < 1e-3
+
+
+def test_stable_and_finite_at_twenty_times_the_explicit_limit():
+    """Each substep is then 1x the explicit limit; the energy swings by a few percent
+    (like symplectic Euler's, bounded), within 10%."""
+    check_stable_at_twenty_times_the_explicit_limit("xpbd", keep_defaults, energy_slack=0.1)
+
+
+def test_undamped_energy_never_grows_over_ten_thousand_steps():
+    check_undamped_energy_never_grows("xpbd", keep_defaults)
+
+
+@pytest.mark.parametrize("dt", [1e-3, 1 / 60])
+def test_free_system_conserves_momentum(dt):
+    # every projection moves the two ends by equal and opposite impulses
+    assert momentum_drift("xpbd", keep_defaults, dt) < 1e-11
+
+
+def test_deterministic_and_serial_equals_parallel():
+    check_deterministic("xpbd", keep_defaults)
+
+
+def test_switching_in_and_out_mid_run():
+    check_switching_in_and_out("xpbd", keep_defaults)
+
+
+def test_live_stiffness_edit_moves_the_static_shape():
+    assert check_live_stiffness_edit("xpbd", keep_defaults) < 0.02
+
+
+def test_grab_and_pins():
+    check_grab_and_pins("xpbd", keep_defaults)
+
+
+def test_zero_compliance_keeps_rest_lengths_after_convergence():
+    """Rigid rods (compliance 0, plain PBD projection): a swinging chain keeps every
+    rod's length to 1e-6 m once each substep has converged (200 iterations: Gauss-Seidel
+    along a chain converges slowly)."""
+    chain = hanging_chain()
+    swinging = rs.SpringSystem(chain.positions, chain.springs, mass=0.05, stiffness=200.0,
+                               pinned=[0], velocities=np.tile([1.0, 0.0, 0.0], (12, 1)))
+    sim = rs.Simulation(swinging, dt=1 / 60, integrator="xpbd")
+    xpbd = sim.integrator_object
+    xpbd.compliance = 0.0
+    xpbd.iterations = 200
+    for _ in range(60):
+        sim.step()
+        lengths = np.linalg.norm(np.diff(sim.positions, axis=0), axis=1)
+        assert np.abs(lengths - 0.1).max() < 1e-6
+    assert np.abs(sim.positions[-1, 0]) > 0.05  # it swung
+    assert sim.solver_stats.residual < 1e-6 and sim.solver_stats.iterations == 4000
+
+
+def test_compliance_is_the_inverse_stiffness():
+    """compliance = 1/k for every spring is the same spring as the default."""
+    runs = []
+    for compliance in (None, 1 / 200.0):
+        sim = rs.Simulation(hanging_chain(damping=0.0), dt=1 / 60, integrator="xpbd")
+        sim.integrator_object.compliance = compliance
+        sim.step(30)
+        runs.append(sim.positions.copy())
+    np.testing.assert_allclose(runs[0], runs[1], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("substeps", 0, ValueError), ("substeps", 2.5, ValueError),
+    ("iterations", -1, ValueError), ("compliance", -1.0, ValueError),
+    ("compliance", float("nan"), ValueError), ("compliance", "soft", TypeError),
+])
+def test_bad_settings_name_the_field(field, value, error):
+    sim = rs.Simulation(rs.rope(4, 1.0), integrator="xpbd")
+    with pytest.raises(error, match=f"xpbd.{field}"):
+        setattr(sim.integrator_object, field, value)
