@@ -9,7 +9,7 @@ from ropesim.engine.forces import add_spring_forces
 from ropesim.io.scenes import scene_from_dict
 
 BUILT_IN = ["explicit_euler", "symplectic_euler", "verlet", "implicit_midpoint",
-            "backward_euler"]
+            "backward_euler", "xpbd", "vbd"]
 
 
 class NumpySymplecticEuler(rs.Integrator):
@@ -50,12 +50,13 @@ def registered():
     del rs.INTEGRATORS[NumpySymplecticEuler.name]
 
 
-def test_the_registry_lists_the_five_in_order():
+def test_the_registry_lists_the_seven_in_order():
     assert list(rs.INTEGRATORS) == BUILT_IN
     assert rs.DEFAULT_INTEGRATOR in rs.INTEGRATORS
     for name, cls in rs.INTEGRATORS.items():
         assert issubclass(cls, rs.Integrator) and cls.name == name and cls.description
-        assert cls.unconditionally_stable == (name in ("implicit_midpoint", "backward_euler"))
+        assert cls.unconditionally_stable == (
+            name in ("implicit_midpoint", "backward_euler", "xpbd", "vbd"))
         assert cls.has_solver_stats == cls.unconditionally_stable
 
 

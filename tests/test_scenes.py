@@ -192,7 +192,7 @@ def test_simulation_keyword_overrides():
         ({"gravity": "[0, 1]"}, r"^override: simulation\.gravity: expected a list of 3 numbers"),
         ({"integrator": "rk4"},
          r"^override: simulation\.integrator: allowed one of explicit_euler, symplectic_euler, "
-         r"verlet, implicit_midpoint, backward_euler, got 'rk4'"),
+         r"verlet, implicit_midpoint, backward_euler, xpbd, vbd, got 'rk4'"),
         ({"plane": "yz"}, r"^override: \[cloth\] plane: allowed 'xy' or 'xz'"),
         ({"pins": "top"}, r"^override: \[cloth\] pins: unknown name 'top'"),
     ],

@@ -155,7 +155,7 @@ def test_history_capacity_holds_the_history_window_at_full_speed():
 def test_probe_samples_accumulate_one_per_frame_and_stay_bounded():
     c = controller()
     c.waves.toggle_probe(c.sim, 10)
-    c.set_substeps(4)
+    c.sim.substeps = 4                        # the history is sized from dt and substeps
     run_frames(c, 1)                          # the first sample at 4 steps per frame resizes
     capacity = c.waves.capacity
     assert capacity == history_capacity(c.sim.dt, 4)

@@ -175,7 +175,8 @@ class Panel:
         if sim.has_solver_stats:
             stats = sim.solver_stats
             fallbacks = f" ({stats.fallback_steps} fallbacks)" if stats.fallback_steps else ""
-            imgui.text(f"CG {stats.iterations} it, residual {stats.residual:.1e}{fallbacks}")
+            imgui.text(f"{sim.integrator}: {stats.iterations} it, residual "
+                       f"{stats.residual:.1e}{fallbacks}")
         else:
             imgui.text_colored(DIM, f"{sim.integrator}: no solver")
         series = c.energy.series()
