@@ -22,7 +22,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
-from . import compare, headless, wave
+from . import compare, headless, sweep, wave
 from .arguments import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, UsageError,
                         UsageParser, error_line, has_display)
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     headless.add_commands(commands)
     compare.add_command(commands)
     wave.add_wave_parser(commands)
+    sweep.add_sweep_parser(commands)
     return parser
 
 
