@@ -319,7 +319,7 @@ def sweep(scene: Scene | str, vary: Mapping[str, Any], steps: int | None = None,
 
 # --- the heat map --------------------------------------------------------------------------------
 def _label(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def plot_heatmap(rows: Sequence[Row], x_name: str, y_name: str, path: str | Path,
