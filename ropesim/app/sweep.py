@@ -32,10 +32,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..engine import parallel
 from ..engine.simulation import SimulationDiverged
 from ..io.plots import PLOT_SUFFIXES, new_figure
 from ..io.scenes import Scene, SceneError, load
-from .arguments import (EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError,
+from .arguments import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, PROG, UsageError,
                         add_scene_command, check_output, number, scene_from_args)
 from .progress import ProgressBar
 
@@ -154,10 +155,13 @@ def run_case(scene: Scene, values: Mapping[str, Any], steps: int | None = None,
             "diverged_time_s": diverged_time, "wall_time_s": time.perf_counter() - started}
 
 
-def _start_worker(scene: Scene) -> None:
-    """A pool worker: leave Ctrl-C to the parent, and load the compiled kernels once so
-    that the first run's wall time is not the cache load."""
+def _start_worker(scene: Scene, serial: bool) -> None:
+    """A pool worker: leave Ctrl-C to the parent, with ``serial`` run the serial kernels
+    (the processes are the parallelism; same results bit for bit), and load the compiled
+    kernels once so that the first run's wall time is not the cache load."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if serial:
+        parallel.set_mode("serial")
     run_case(scene, {}, steps=1)
 
 
@@ -238,8 +242,9 @@ def _stop_workers(executor: ProcessPoolExecutor) -> None:
 
 def _run_pool(scene: Scene, cases: list[tuple[dict, Scene]], length: dict, workers: int,
               table: SweepTable, progress: Callable[[int, int], None]) -> None:
-    executor = ProcessPoolExecutor(max_workers=min(workers, len(cases)), mp_context=_context(),
-                                   initializer=_start_worker, initargs=(scene,))
+    workers = min(workers, len(cases))
+    executor = ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+                                   initializer=_start_worker, initargs=(scene, workers > 1))
     try:
         pending: dict[Future, int] = {
             executor.submit(run_case, case, values, **length): index
@@ -434,6 +439,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except ValueError as exc:
         bar.close()
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # the Dask scheduler cannot be reached (or a CSV write failed)
+        bar.close()
+        print(f"{PROG}: sweep failed: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_FAILED
     bar.close()
     if out is None:
         _print_table(rows, list(vary))
