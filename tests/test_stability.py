@@ -85,3 +85,21 @@ def test_gauge_refreshes_when_parameters_change():
     assert gauge.limit() == pytest.approx(first / 2.0, rel=1e-9)
     sim.set_mass(1.0)  # four times heavier: back to the first limit
     assert gauge.limit() == pytest.approx(first, rel=1e-9)
+
+
+def test_gauge_does_not_recompute_while_nothing_changed(monkeypatch):
+    from ropesim.engine import stability
+
+    sim = one_spring(stiffness=400.0, damping=0.5, mass=0.25)
+    gauge = StabilityGauge(sim)
+    first = gauge.limit()
+    sim.step(20)  # moving alone does not count as a change
+
+    def recompute(_sim):
+        raise AssertionError("recomputed without a parameter change")
+
+    monkeypatch.setattr(stability, "_limit", recompute)
+    assert gauge.limit() == first and gauge.margin(2e-3) == 2e-3 / first
+    sim.set_damping(1.0)
+    with pytest.raises(AssertionError, match="recomputed"):
+        gauge.limit()
