@@ -18,6 +18,8 @@ from .engine.state import Changed, Params, State
 from .engine.model import SpringSystem, concatenate
 from .io.trajectory import Trajectory, load_trajectory, record
 from .render.headless import render
+from .app.sweep import sweep
+from .engine.stability import StabilityGauge, stability_limit, stability_margin
 from .io.scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .engine.simulation import Simulation, SimulationDiverged
 from .engine.waves import WaveResult, wave_experiment
@@ -34,6 +36,7 @@ __all__ = [
     "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
     "record", "Trajectory", "load_trajectory", "render", "wave_experiment", "WaveResult",
+    "sweep", "StabilityGauge", "stability_limit", "stability_margin",
 ]
 
 

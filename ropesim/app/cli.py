@@ -26,7 +26,7 @@ from typing import TextIO
 
 from ..io.interrupts import (ignore_stop_signals, interrupt_cause, interrupt_exit_code,
                              stop_on_signals)
-from . import compare, headless, wave
+from . import compare, headless, sweep, wave
 from .arguments import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, PROG, UsageError, UsageParser,
                         error_line, has_display, help_hint)
 
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     headless.add_commands(commands)
     compare.add_command(commands)
     wave.add_wave_parser(commands)
+    sweep.add_sweep_parser(commands)
     return parser
 
 
