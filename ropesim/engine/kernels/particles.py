@@ -66,3 +66,30 @@ def track_speed(v, i, max_sq, bad, zero):
 def speed_result(max_sq, bad):
     """The step's max |v|^2, or NaN (the check sum) once any speed is not finite."""
     return max_sq if bad == 0.0 else bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def state_summary(x, v, out):
+    """out[0] = the first particle with a non-finite position or velocity (-1 if none);
+    out[1], out[2] = position and velocity sums weighted by index and axis (float64),
+    so that any write into the state changes them: the Simulation compares them to
+    notice writes between steps."""
+    first = -1
+    sum_x = 0.0
+    sum_v = 0.0
+    for i in range(x.shape[0]):
+        w = 1.0 + i
+        row_x = (np.float64(x[i, 0]) + 1.25 * np.float64(x[i, 1])
+                 + 1.5 * np.float64(x[i, 2]))
+        row_v = (np.float64(v[i, 0]) + 1.25 * np.float64(v[i, 1])
+                 + 1.5 * np.float64(v[i, 2]))
+        if first < 0 and not (abs(row_x) < np.inf and abs(row_v) < np.inf
+                              and abs(x[i, 0]) < np.inf and abs(x[i, 1]) < np.inf
+                              and abs(x[i, 2]) < np.inf and abs(v[i, 0]) < np.inf
+                              and abs(v[i, 1]) < np.inf and abs(v[i, 2]) < np.inf):
+            first = i
+        sum_x += w * row_x
+        sum_v += w * row_v
+    out[0] = first
+    out[1] = sum_x
+    out[2] = sum_v
