@@ -1,9 +1,13 @@
 #version 330 core
 // Anti-aliased grid lines (minor every cell, major every u_major cells) over a
-// translucent fill, fading out towards the edge of the plane. With
+// translucent fill, fading out towards the edge of the plane (mixed with the
+// background colour here, so the plane is drawn without blending). With
 // u_shade_below the part of the plane below world height u_ground_y is filled
 // more opaquely and the ground level gets a line (a planar scene's ground,
-// seen edge-on).
+// seen edge-on). The plane receives the key light's shadow with contact
+// shading (shadow.glsl, floor_shadow.frag): darker and sharper right under a
+// caster.
+#include "shadow.glsl"
 
 in vec3 v_world;
 in vec2 v_plane;
@@ -14,6 +18,7 @@ uniform float u_major;         // cells per major line
 uniform vec3 u_line_color;     // sRGB
 uniform vec3 u_fill_color;     // sRGB
 uniform float u_fill_alpha;
+uniform vec3 u_background;     // sRGB: the plane fades into it (drawn opaque, no blending)
 uniform bool u_shade_below;
 uniform float u_ground_y;      // m
 
@@ -44,7 +49,10 @@ void main() {
         float px = abs(v_world.y - u_ground_y) / max(fwidth(v_world.y), 1e-9);
         line = max(line, 1.0 - clamp(px - 1.0, 0.0, 1.0));   // the ground line, 2-3 px
     }
+    vec2 shadow = floor_shadow(v_world);   // (visibility, occlusion)
+    float light = mix(0.38, 1.0, shadow.x) * (1.0 - 0.45 * shadow.y);
     float fade = 1.0 - smoothstep(0.55, 1.0, length(v_corner));
     float alpha = mix(fill_alpha, 1.0, line) * fade;
-    f_color = vec4(mix(fill, u_line_color, line), alpha);
+    alpha = mix(alpha, max(alpha, 0.92 * fade), 1.0 - light);   // shadows stay readable
+    f_color = vec4(mix(u_background, mix(fill, u_line_color, line) * light, alpha), 1.0);
 }

@@ -5,8 +5,7 @@
 
 in vec2 in_corner;
 
-uniform mat4 u_view;
-uniform mat4 u_proj;
+uniform mat4 u_view_proj;
 uniform vec3 u_origin;     // m, plane centre
 uniform vec3 u_axis_u;     // m, half extent along the first plane direction
 uniform vec3 u_axis_v;     // m, half extent along the second plane direction
@@ -19,5 +18,5 @@ void main() {
     v_world = u_origin + in_corner.x * u_axis_u + in_corner.y * u_axis_v;
     v_plane = vec2(dot(v_world, normalize(u_axis_u)), dot(v_world, normalize(u_axis_v)));
     v_corner = in_corner;
-    gl_Position = u_proj * u_view * vec4(v_world, 1.0);
+    gl_Position = u_view_proj * vec4(v_world, 1.0);
 }

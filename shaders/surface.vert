@@ -1,21 +1,25 @@
 #version 330 core
 // Lit triangle meshes: the cloth surface (offset 0, scale 1) and sphere
 // obstacles (a unit UV sphere moved to the obstacle's centre and radius).
+// Also the depth-only shadow pass (with depth.frag), through u_view_proj.
 
 in vec3 in_position;   // m (cloth), or unit sphere coordinates
 in vec3 in_normal;     // unit normal, or zero where undefined
+in vec2 in_uv;         // fabric coordinates in grid cells (cloth only)
+in float in_strain;    // mean strain of the vertex's springs (strain colouring only)
 
-uniform mat4 u_view;
-uniform mat4 u_proj;
+uniform mat4 u_view_proj;      // world -> clip (the camera's, or the light's)
 uniform vec4 u_offset_scale;   // world = xyz + w * in_position (m)
 
-out vec3 v_view_pos;
-out vec3 v_view_normal;
+out vec3 v_world;
+out vec3 v_normal;
+out vec2 v_uv;
+out float v_strain;
 
 void main() {
-    vec3 world = u_offset_scale.xyz + u_offset_scale.w * in_position;
-    vec4 view_pos = u_view * vec4(world, 1.0);
-    v_view_pos = view_pos.xyz;
-    v_view_normal = mat3(u_view) * in_normal;   // the view matrix is a rigid motion
-    gl_Position = u_proj * view_pos;
+    v_world = u_offset_scale.xyz + u_offset_scale.w * in_position;
+    v_normal = in_normal;
+    v_uv = in_uv;
+    v_strain = in_strain;
+    gl_Position = u_view_proj * vec4(v_world, 1.0);
 }

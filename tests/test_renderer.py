@@ -163,15 +163,18 @@ def test_the_three_modes_give_different_images(ctx, renderer, cloth_sim) -> None
         assert changed > 0.02, f"{a} and {b} differ in only {changed:.2%} of the pixels"
 
 
-def test_systems_without_triangles_always_draw_springs_and_particles(ctx) -> None:
+def test_systems_without_triangles_draw_a_tube_or_springs_and_particles(ctx) -> None:
+    """A rope has no surface: the default mode draws it as a tube (issue 12), the two other
+    modes as springs and particles; every mode draws something."""
     sim = Simulation(rope(12, 1.0))
     r = Renderer(ctx, sim)
     cam = framed(sim)
     images = [render_frame(ctx, r, cam, W, H, RenderOptions(mode=m)) for m in WIREFRAME_MODES]
     r.release()
-    assert not r.has_surface
-    assert all(np.array_equal(images[0], other) for other in images[1:])
-    assert differs(images[0], background_rgb(RenderOptions())).mean() > 0.005
+    assert not r.has_surface and r.has_tube
+    for image in images:
+        assert differs(image, background_rgb(RenderOptions())).mean() > 0.005
+    assert not np.array_equal(images[0], images[2])  # the tube is not the lines
 
 
 def test_mode_is_validated_with_the_allowed_values() -> None:
@@ -340,7 +343,8 @@ def test_axes_point_along_x_y_z_in_red_green_blue(ctx) -> None:
     cam.target = np.zeros(3)
     cam.distance = 4.0
     r = Renderer(ctx, sim)
-    img = render_frame(ctx, r, cam, W, H, RenderOptions(show_grid=False, spring_width_px=3))
+    img = render_frame(ctx, r, cam, W, H, RenderOptions(show_grid=False, spring_width_px=3,
+                                                         show_axes=True))  # off by default
     ends = projected(cam, np.eye(3) * 0.6 * r.axis_length)
     r.release()
     for axis, uv in enumerate(ends):

@@ -36,6 +36,7 @@ from .frame_clock import FrameClock
 from .hotkeys import DIGITS, hotkey_for
 from .mouse import Mouse
 from .parameters import LiveParameters, ParameterEditor, cloth_overrides, cloth_shape
+from .wave_tools import WaveTools
 
 MAX_SUBSTEPS = 4096          # upper limit of the "=" key (steps per frame)
 ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
@@ -98,7 +99,7 @@ class ViewerController:
     ) -> None:
         self.clock = clock
         self.view_size = (max(int(view_size[0]), 1), max(int(view_size[1]), 1))
-        self.options = RenderOptions(mode="surface+springs")
+        self.options = RenderOptions(mode="surface")
         self.show_ui = True
         self.quit_requested = False
         self.fullscreen_requested = False
@@ -113,6 +114,7 @@ class ViewerController:
         self.capture = Capture(self, output_dir, frame_source)
         self.params = ParameterEditor(self)
         self.energy = EnergyHistory()
+        self.waves = WaveTools()                   # issue 16: pluck, probes, probe plots
         self._initial_camera = camera
         self.sim: Simulation | None = None
         self.load_scene(scene)
@@ -134,6 +136,7 @@ class ViewerController:
         self.sim = scene.simulation(**overrides)
         self.params.attach()
         self.mouse.attach(self.sim)
+        self.waves.attach(self.sim)
         self.paused = False
         self.error = None
         self.frame_clock.clear()
@@ -146,6 +149,7 @@ class ViewerController:
         """Back to the scene's initial state; settings and live edits are kept."""
         self.mouse.let_go()
         self.sim.reset()
+        self.waves.restart(self.sim)
         self.error = None
         self.frame_clock.clear()
         self.energy.clear()
@@ -245,6 +249,7 @@ class ViewerController:
                 "integrator (backward_euler and implicit_midpoint are stable).")
         self.frame_clock.count(result)
         self._record_energy()
+        self.waves.sample(self.sim)
         return result.steps
 
     def _record_energy(self) -> None:
@@ -384,8 +389,10 @@ class ViewerController:
     def mouse_move(self, x: float, y: float) -> None:
         self.mouse.move(x, y)
 
-    def press(self, x: float, y: float, button: int, shift: bool = False) -> None:
-        self.mouse.press(x, y, button, shift)
+    def press(self, x: float, y: float, button: int, shift: bool = False, *,
+              alt: bool = False, pluck: bool = False) -> None:
+        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe."""
+        self.mouse.press(x, y, button, shift, alt=alt, pluck=pluck)
 
     def drag(self, x: float, y: float) -> None:
         self.mouse.drag(x, y)

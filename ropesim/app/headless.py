@@ -100,9 +100,9 @@ def add_commands(commands: Any) -> None:
     render_parser.add_argument("--camera", metavar="AZ,EL,DIST",
                                help="azimuth, elevation (deg), distance (m)"
                                     "[, target x,y,z (m)]")
-    render_parser.add_argument("--wireframe", default="surface+springs", metavar="MODE",
+    render_parser.add_argument("--wireframe", default="surface", metavar="MODE",
                                help=f"one of: {', '.join(WIREFRAME_MODES)} "
-                                    "(default surface+springs)")
+                                    "(default surface)")
     render_parser.add_argument("--strain", action="store_true",
                                help="colour springs by strain")
     add_quiet_argument(render_parser)

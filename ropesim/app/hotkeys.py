@@ -48,6 +48,8 @@ HOTKEYS: tuple[Hotkey, ...] = (
 MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Left-drag particle", "grab, drag, release to fling"),
     ("Shift+click particle", "pin / unpin"),
+    ("hold Q + click particle", "pluck: impulse along the camera's up (panel: Waves)"),
+    ("Alt+click particle", "probe on / off (panel: Waves)"),
     ("Left-drag empty space", "orbit"),
     ("Right- or middle-drag", "pan"),
     ("Wheel", "zoom toward the cursor"),

@@ -26,6 +26,7 @@ from ..render.camera import OrbitCamera
 from ..render.picking import FlingTracker, drag_plane, intersect_plane, pick_particle_screen
 from ..render.renderer import RenderOptions
 from .hotkeys import LEFT, MIDDLE, RIGHT
+from .wave_tools import WaveTools
 
 ORBIT_DEG_PER_PX = 0.3       # camera orbit per dragged pixel
 ZOOM_PER_WHEEL_STEP = 0.88   # distance factor per wheel notch (towards the cursor)
@@ -44,6 +45,7 @@ class MouseHost(Protocol):
     paused: bool
     message: str
     clock: Callable[[], float]
+    waves: WaveTools
 
     @property
     def frame_interval(self) -> float: ...
@@ -141,13 +143,20 @@ class Mouse:
         self.xy = (x, y)
         self.refresh_hover()
 
-    def press(self, x: float, y: float, button: int, shift: bool = False) -> None:
-        """Mouse button pressed at framebuffer pixel (x, y)."""
+    def press(self, x: float, y: float, button: int, shift: bool = False, *,
+              alt: bool = False, pluck: bool = False) -> None:
+        """Mouse button pressed at framebuffer pixel (x, y); with ``pluck`` (Q held) a
+        left press plucks, with ``alt`` it toggles a probe (neither grabs nor orbits)."""
         host, sim = self.host, self.host.sim
         self.xy = (x, y)
         if self.interaction is not None:
             return
         particle = self.pick(x, y) if button == LEFT else None
+        if button == LEFT and (pluck or alt):   # wave tools (issue 16)
+            waves = host.waves
+            host.message = (waves.pluck_at(sim, particle, host.camera) if pluck
+                            else waves.toggle_probe(sim, particle))
+            return
         if particle is not None and shift:
             pinned = sim.toggle_pin(particle)
             host.message = f"particle {particle} {'pinned' if pinned else 'unpinned'}"

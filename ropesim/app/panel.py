@@ -17,10 +17,12 @@ from ..engine.integrators import INTEGRATORS
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, scene_names
 from ..io.video import VideoWriter
+from ..render.camera import OrbitCamera
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
 from .frame_clock import FrameClock
 from .hotkeys import HOTKEYS, MOUSE_HELP
 from .parameters import SCALED, ParameterEditor
+from .wave_tools import WaveTools
 
 HELP_FONT_SIZE_PX = 13.0
 PANEL_WIDTH = 300.0
@@ -47,6 +49,9 @@ class PanelSource(Protocol):
     recorded_frames: int
     gravity_on: bool
     is_cloth: bool
+    waves: WaveTools                 # pluck strength, probes, arrival times
+    camera: OrbitCamera              # (the probe rings' positions on screen)
+    view_size: tuple[int, int]
 
     def parameter(self, name: str) -> float: ...
     def set_parameter(self, name: str, value: float) -> None: ...
@@ -76,6 +81,8 @@ class Panel:
         """Build both windows (call between imgui.new_frame and imgui.render)."""
         self._draw_panel()
         self._draw_help()
+        c = self.controller   # issue 16: probe and pluck rings in the view
+        c.waves.draw_probe_markers(imgui, implot, c.sim, c.camera, c.view_size)
 
     # -- panel ---------------------------------------------------------------------------------
     def _draw_panel(self) -> None:
@@ -93,6 +100,8 @@ class Panel:
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):
                 self._energy()
+            if imgui.collapsing_header("Waves", imgui.TreeNodeFlags_.default_open):
+                self.controller.waves.draw_panel_section(imgui, implot, PANEL_WIDTH - 2 * MARGIN)
             imgui.pop_item_width()
         imgui.end()
 

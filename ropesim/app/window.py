@@ -187,7 +187,8 @@ class RopesimWindow(moderngl_window.WindowConfig):
         if self._ui_wants_mouse():
             return
         shift = bool(self.wnd.modifiers.shift)
-        self.controller.press(*self.to_pixels(x, y), button, shift=shift)
+        alt, pluck = bool(self.wnd.modifiers.alt), self.wnd.is_key_pressed(self.wnd.keys.Q)
+        self.controller.press(*self.to_pixels(x, y), button, shift=shift, alt=alt, pluck=pluck)
 
     def on_mouse_drag_event(self, x: int, y: int, dx: int, dy: int) -> None:
         self.imgui.mouse_drag_event(x, y, dx, dy)

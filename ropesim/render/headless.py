@@ -70,7 +70,7 @@ def frame_count(frames: int | None, duration: float | None, fps: float) -> int:
 def render(scene_or_sim: Any, out: str | Path | None = None, frames: int | None = None,
            duration: float | None = None, fps: float | None = None,
            size: tuple[int, int] = DEFAULT_SIZE, camera: Any = None,
-           wireframe: str = "surface+springs", strain_colors: bool = False,
+           wireframe: str = "surface", strain_colors: bool = False,
            progress: Progress | None = None, samples: int = 4) -> list[np.ndarray] | Path:
     """Render a scene (a Scene, a scene name or .toml path) or a Simulation offscreen.
 
