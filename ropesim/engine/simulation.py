@@ -44,7 +44,8 @@ from . import impulses
 from .contacts import Contact, Ground, Sphere, pack_contacts, project_contacts
 from .forces import DEFAULT_FORCES, Force, SpringForces, spring_strain
 from .health import (
-    CHECK_EVERY, CHECKPOINT_EVERY, Advice, CheckpointRing, HealthCheck, advise,
+    CHECK_EVERY, CHECKPOINT_EVERY, CONFIRM_STEPS, RING_SIZE, Advice, CheckpointRing,
+    HealthCheck, advise,
 )
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, get_integrator
 from .kernels.particles import state_summary
@@ -165,11 +166,12 @@ class Simulation:
         if not isinstance(system, SpringSystem):
             raise TypeError(f"system: expected a SpringSystem, got {type(system).__name__}")
         try:
-            dtype = np.dtype(dtype)
+            valid = dtype is not None and np.dtype(dtype) in (np.float32, np.float64)
         except TypeError:
-            dtype = None
-        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            valid = False
+        if not valid:
             raise ValueError(f"dtype: allowed float32 or float64, got {show(dtype)}")
+        dtype = np.dtype(dtype)
         if not isinstance(grid_kernels, (bool, np.bool_)):
             raise TypeError(f"grid_kernels: expected True or False, got {show(grid_kernels)}")
         system.check_fits(dtype)
@@ -211,8 +213,10 @@ class Simulation:
         self._scene_size = max(float(np.linalg.norm(np.ptp(start, axis=0))), 1.0)
         self._stable_dt: float | None = None  # of the current parameters, found on use
         self._warned_dt = False
-        self._views_out = False  # positions / velocities handed out: writes are looked for
-        self._summary = np.zeros(3)  # state_summary of the state the last step left
+        # state_summary of the state as the last step left it, taken when a view of the
+        # state is handed out (``_summarised``), compared by the next step
+        self._summarised = False
+        self._summary = np.zeros(3)
         self._scan = np.zeros(3)
 
         self.dt = dt
@@ -227,7 +231,7 @@ class Simulation:
                                    self._params.rest_lengths, self._params.stiffness,
                                    self._params.damping, self._params.mass,
                                    self._params.gravity, self._dt)
-        self._ring = CheckpointRing(n, dtype)
+        self._ring = CheckpointRing(n, dtype, RING_SIZE)
         self._ring.save(self._x, self._v, 0.0, 0)
         self._rebase_due = False
         assert self._x.shape == (n, 3)
@@ -247,7 +251,7 @@ class Simulation:
     def state(self) -> State:
         """The State (x, v, time, step_count) the integrators advance (live; its arrays
         are the writable views ``positions`` and ``velocities``)."""
-        self._views_out = True
+        self._summarise()
         return self._state
 
     @property
@@ -440,14 +444,14 @@ class Simulation:
         """(n, 3) positions, m: a writable view of the live state. A write moves the
         particles (a pinned one stays at its new place); the next step checks what was
         written (see the module docstring)."""
-        self._views_out = True
+        self._summarise()
         return self._x
 
     @property
     def velocities(self) -> np.ndarray:
         """(n, 3) velocities, m/s: a writable view of the live state (a pinned or
         grabbed particle's velocity is overwritten by the next step)."""
-        self._views_out = True
+        self._summarise()
         return self._v
 
     @property
@@ -579,7 +583,7 @@ class Simulation:
         """Advance n steps of dt (0 <= n <= MAX_STEPS_PER_CALL). Raises SimulationDiverged
         with the state put back to a healthy checkpoint (see the module docstring)."""
         count = _count(n, "n (number of steps)", 0, MAX_STEPS_PER_CALL)
-        if self._views_out:
+        if self._summarised:
             self._look_for_writes()
         if self._rebase_due:
             self._health.rebase(self._x, self._v)
@@ -590,6 +594,8 @@ class Simulation:
             max_speed_sq = self._advance()
             if not max_speed_sq <= self._max_speed_sq:
                 self._diverged(self._speed_reason(max_speed_sq))
+            if self._grabbed is not None:  # the grab's work, step by step
+                self._health.follow_grab(self._x, self._v, self._grabbed)
             steps = self._state.step_count
             if steps % CHECK_EVERY == 0:
                 reason = self._health.check(self._x, self._v, self._grabbed)
@@ -597,20 +603,24 @@ class Simulation:
                     self._diverged(reason)
                 if steps % CHECKPOINT_EVERY == 0:
                     self._ring.save(self._x, self._v, self._state.time, steps)
-        if self._views_out:
+
+    def _summarise(self) -> None:
+        """A view of the state is handed out: summarise the state as the last step left
+        it (once per step), so that the next step can tell whether it was written."""
+        if not self._summarised:
             state_summary(self._x, self._v, self._summary)
-            if self._summary[0] >= 0:
-                self._diverged(self._non_finite_reason(int(self._summary[0]), "after a step"))
+            self._summarised = True
 
     def _look_for_writes(self) -> None:
-        """Compare the state with what the last step left: a non-finite write is a
-        divergence (back to the newest checkpoint), any other makes it the reference."""
+        """Compare the state with the summary taken when a view was handed out: a
+        non-finite write is refused (back to the newest checkpoint), any other write
+        becomes the health check's reference."""
+        self._summarised = False
         state_summary(self._x, self._v, self._scan)
         if self._scan[0] >= 0:
             self._diverged(self._non_finite_reason(int(self._scan[0]), "written before the step"),
                            confirmed=False)
-        if not np.array_equal(self._scan, self._summary):
-            self._summary[:] = self._scan
+        if not np.array_equal(self._scan[1:], self._summary[1:]):
             self._rebase_due = True
 
     def _non_finite_reason(self, i: int, when: str) -> str:
@@ -621,7 +631,8 @@ class Simulation:
         if math.isfinite(max_speed_sq):
             return (f"a particle reached {math.sqrt(max_speed_sq):.3g} m/s, above "
                     f"max_speed = {self._max_speed:g} m/s")
-        return "the state became non-finite (NaN or inf)"
+        state_summary(self._x, self._v, self._scan)
+        return self._non_finite_reason(int(self._scan[0]), "after the step")
 
     def _advance(self) -> float:
         """One step without the divergence check; returns the max squared speed."""
@@ -654,14 +665,15 @@ class Simulation:
         checks of health.CONFIRM_STEPS later steps passed) and raise SimulationDiverged."""
         detected = self._state.step_count
         self._integrator.finish()
-        kept = (self._ring.newest_healthy(detected) if confirmed else self._ring.newest())
+        kept = (self._ring.newest_healthy(detected, CONFIRM_STEPS) if confirmed
+                else self._ring.newest())
         self._x[:] = kept.positions
         self._v[:] = kept.velocities
         self._state.time, self._state.step_count = kept.time, kept.step
         # the checkpoints after the kept one belong to the diverging run
         self._ring.clear()
         self._ring.save(self._x, self._v, kept.time, kept.step)
-        state_summary(self._x, self._v, self._summary)
+        self._summarised = False
         self._rebase_due = True
         advice = self.advice() if confirmed else None  # a write is not the integrator's
         raise SimulationDiverged(kept.step + 1, kept.time + self._dt, self.integrator,
@@ -680,7 +692,8 @@ class Simulation:
             integrator.stats = SolverStats()
         self._ring.clear()
         self._ring.save(self._x, self._v, 0.0, 0)
-        state_summary(self._x, self._v, self._summary)
+        self._summarised = False
+        self._rebase_due = True
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:
