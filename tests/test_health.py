@@ -40,17 +40,21 @@ def longest_stretch(positions, sim):
 def test_explicit_euler_switch_is_caught_with_the_scene_a_moment_before(scene):
     sim = rs.load(scene).simulation()
     twin = rs.load(scene).simulation()  # the same run, left on its stable integrator
+    twin_longest = 1.0  # the twin's longest stretch over the whole run
     for run in (sim, twin):
-        if run.kinetic_energy() == 0.0:  # a scene waiting for a pluck (ring-wave)
-            run.pluck(0, [0.0, float(run.masses[0])])  # 1 m/s
-        run.step(200)
+        for _ in range(200):
+            run.step(1)
+            if run is twin:
+                twin_longest = max(twin_longest, twin.max_strain() + 1.0)
+        if run.kinetic_energy() == 0.0:  # a scene at rest waiting for a pluck (ring-wave)
+            free = int(np.flatnonzero(~run.pinned)[0])
+            run.pluck(free, [0.0, float(run.masses[free])])  # 1 m/s
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         sim.integrator = "explicit_euler"
     with pytest.raises(rs.SimulationDiverged) as caught:
         sim.step(20_000)
     error = caught.value
-    twin_longest = 1.0
     while twin.step_count < error.detected_step:
         twin.step(1)
         twin_longest = max(twin_longest, twin.max_strain() + 1.0)
@@ -356,8 +360,7 @@ def test_advice_after_implicit_midpoint_diverges_at_stiffness_1e9():
     sim.set_stiffness(1e9)
     with pytest.raises(rs.SimulationDiverged) as caught:
         sim.step(2000)
-    # caught by the health check, before the simulation's own 1e4 m/s limit
-    assert "max_speed" not in caught.value.reason
+    assert np.linalg.norm(sim.velocities, axis=1).max() <= 50.0  # a healthy state kept
     advice = caught.value.advice
     stiff = sim.system.copy()
     stiff.stiffness = np.full(sim.n_springs, 1e9)

@@ -14,8 +14,7 @@ Parameters are edited with the set_* methods, which notify the integrators; the
 stiffness, damping, masses and rest_lengths properties are read-only views.
 
 Divergence (docs/divergence.md): every step reports the largest particle speed (NaN
-once any velocity, or any position of the implicit integrators, is not finite); every
-``CHECK_EVERY`` steps a :class:`~ropesim.engine.health.HealthCheck` looks for a
+once any velocity or position is not finite); every ``CHECK_EVERY`` steps a :class:`~ropesim.engine.health.HealthCheck` looks for a
 non-finite state, an overstretched spring, an energy runaway and a particle crossing
 half the scene in one step, and a healthy state is kept in a ring of checkpoints every
 ``CHECKPOINT_EVERY`` steps. A failed check, a non-finite state or a speed above
@@ -24,11 +23,21 @@ newest checkpoint that later checks confirmed, and the error carries the reason 
 advice that names only integrators the situation does not rule out. No public call
 returns with a NaN or inf in ``positions`` or ``velocities``.
 
-Writable views: ``positions`` and ``velocities`` are the live state (writing them moves
-particles; the next ``step`` notices the write, rejects a non-finite value with
-SimulationDiverged and restores the newest checkpoint, and otherwise takes the written
-state as the new reference of the health check). ``masses``, ``stiffness``, ``damping``
-and ``rest_lengths`` are read-only: the set_* methods change them.
+Writable views: ``positions`` and ``velocities`` are the live state: writing them moves
+particles (a pinned one stays at its new place; a pinned or grabbed particle's velocity
+is overwritten by the next step). The next ``step`` compares the state with a summary
+taken when the property handed the view out: a non-finite write raises
+SimulationDiverged and restores the newest checkpoint; a finite one becomes the health
+check's new reference (so lifting a cloth 50 m is not an energy runaway). A write
+through a view kept from before the last step is not compared: a non-finite value is
+still caught by the step's own report, but a finite one counts as motion. ``masses``,
+``stiffness``, ``damping`` and ``rest_lengths`` are read-only views: the set_* methods
+change them (and update the inverse masses and the integrators).
+
+Every argument, setting and setter is validated where it enters (finite, in range, the
+right type, fitting the simulation's dtype: SpringSystem.check_fits in the constructor,
+model.check_fits_dtype in the setters); errors name the field, the value and what is
+allowed.
 """
 
 from __future__ import annotations
@@ -129,10 +138,12 @@ class Simulation:
     gravity : acceleration (gx, gy, gz), m/s^2. Planar systems need gz = 0.
     integrator : one of ``INTEGRATORS`` (changeable later, live, by name).
     drag : global velocity damping, 1/s: v *= exp(-drag * dt) each step.
-    contacts : Ground and Sphere obstacles.
-    substeps : steps per rendered frame, for the viewer and video output.
+    contacts : a Ground or Sphere obstacle, or a sequence of them (their heights and
+        centre + radius must fit the dtype).
+    substeps : steps per rendered frame, for the viewer and video output (1..MAX_SUBSTEPS).
     dtype : np.float64 (default, accurate) or np.float32 (faster, half the memory).
-    max_speed : m/s; a faster particle is treated as a diverged simulation.
+    max_speed : m/s (> 0); a faster particle is treated as a diverged simulation (on
+        every step, besides the health check every CHECK_EVERY steps).
     grab_follow_time : s; a grabbed particle closes the gap to its target with this
         time constant, so its velocity follows the mouse smoothly across substeps.
     cg_tolerance, cg_max_iterations : stopping rule of the implicit integrators' conjugate
@@ -211,7 +222,7 @@ class Simulation:
         start = system.positions3()
         self._scene_centre = 0.5 * (start.min(axis=0) + start.max(axis=0))
         self._scene_size = max(float(np.linalg.norm(np.ptp(start, axis=0))), 1.0)
-        self._stable_dt: float | None = None  # of the current parameters, found on use
+        self._stable_dt: float | None = system.stable_dt()  # None: parameters edited
         self._warned_dt = False
         # state_summary of the state as the last step left it, taken when a view of the
         # state is handed out (``_summarised``), compared by the next step
