@@ -10,7 +10,8 @@ criteria and the reasons behind each threshold):
 
   1. non-finite: a NaN or inf in any position or velocity;
   2. stretch: a spring longer than ``stretch_limit`` (10) times its rest length (times
-     the longest stretch of the reference state when that is above 1, and times
+     the longest stretch of the reference state or the stretch the whole weight would
+     give the softest spring, whichever is larger, and times
      1 + reach / size while a grab has dragged its particle ``reach`` m);
   3. energy: the total energy (kinetic + elastic + gravity) grew since the reference
      state by more than the grab's net work plus ``energy_factor`` (1) times the
@@ -260,6 +261,13 @@ class HealthCheck:
         #: the reference state's longest spring over its rest length (at least 1)
         self.reference_stretch = max(1.0, float(np.max(
             lengths[loaded] / self.rest_lengths[loaded], initial=1.0)))
+        #: 1 + the stretch the whole weight M |g| would cause hanging on the softest
+        #: spring (smallest k L): a soft cloth (k = 0.6 N/m per spring at 128 x 128)
+        #: really sags to tens of rest lengths; the stretch limit is a multiple of this
+        k_rest = (self.stiffness * self.rest_lengths)[loaded]
+        k_rest = k_rest[k_rest > 0]
+        softest = float(k_rest.min()) if k_rest.size else math.inf
+        self.weight_stretch = 1.0 + total_mass * g / softest
         #: J: net work of the grab since the reference state, and the sum of its inputs
         self.grab_work = 0.0
         self.grab_input = 0.0
@@ -310,7 +318,7 @@ class HealthCheck:
         if bad >= 0:
             return (f"non-finite state: particle {bad} has position {_triple(x[bad])} m and "
                     f"velocity {_triple(v[bad])} m/s")
-        limit = self.stretch_limit * self.reference_stretch
+        limit = self.stretch_limit * max(self.reference_stretch, self.weight_stretch)
         if grabbed is None:
             self._grab_index = -1
         else:
