@@ -16,8 +16,8 @@ INTEGRATORS = list(rs.INTEGRATORS)
 DTYPES = [np.float32, np.float64]
 
 
-def small_cloth(**kwargs):
-    return rs.Simulation(rs.cloth(8, 8, 0.1), dt=1e-3, **kwargs)
+def small_cloth(dt=1e-3, **kwargs):
+    return rs.Simulation(rs.cloth(8, 8, 0.1), dt=dt, **kwargs)
 
 
 def assert_finite(sim):
@@ -30,7 +30,8 @@ def assert_finite(sim):
 @pytest.mark.parametrize("array, value", [("positions", np.nan), ("velocities", np.inf)])
 def test_a_written_nan_is_caught_and_the_last_checkpoint_restored(integrator, dtype, array,
                                                                   value):
-    sim = small_cloth(integrator=integrator, dtype=dtype)
+    # dt = 0.1 ms: explicit Euler stays healthy past the first checkpoints here
+    sim = small_cloth(dt=1e-4, integrator=integrator, dtype=dtype)
     sim.step(CHECKPOINT_EVERY + 5)  # checkpoints at steps 0 and CHECKPOINT_EVERY
     getattr(sim, array)[2, 0] = value
     with pytest.raises(rs.SimulationDiverged) as info:

@@ -56,17 +56,17 @@ FLOOR_CROSSING_TIME = 10.0
 #: its own; half a metre per step is past any real motion at the time steps used)
 MIN_SIZE = 1.0
 
-#: steps between health checks in the step loop. One check costs about as much as a
-#: symplectic Euler step of the 64 x 64 cloth, so every 32 steps it costs ~3 %; the step
-#: itself reports a non-finite state or a speed above max_speed on every step
-CHECK_EVERY = 32
+#: steps between health checks in the step loop. One check costs 0.9-1.2 symplectic
+#: Euler steps of the 64 x 64 and 128 x 128 cloths, so every 64 steps it costs ~2 %;
+#: the step itself reports a non-finite state or a speed above max_speed every step
+CHECK_EVERY = 64
 #: steps between checkpoints (a multiple of CHECK_EVERY: each is taken right after a
 #: check that passed)
-CHECKPOINT_EVERY = 32
+CHECKPOINT_EVERY = 64
 #: a checkpoint is restored only if the checks of at least this many steps after it
 #: passed too: a blow-up grows from a state that still passes (up to 8 steps measured),
 #: and up to CHECK_EVERY - 1 more steps pass before the next check sees it
-CONFIRM_STEPS = 64
+CONFIRM_STEPS = 128
 #: checkpoints kept: enough that one is always CONFIRM_STEPS older than a failing check
 RING_SIZE = 4
 
