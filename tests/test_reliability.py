@@ -238,3 +238,14 @@ def test_read_only_views_and_writable_state():
         with pytest.raises(ValueError, match="read-only"):
             getattr(sim, name)[:] = 1.0
     assert sim.positions.flags.writeable and sim.velocities.flags.writeable
+
+
+def test_a_pluck_that_would_overflow_float32_is_refused():
+    sim = rs.Simulation(rs.rope(5, 1.0), dt=1e-3, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^impulse: .* max_speed"):
+            sim.pluck(4, [1e100, 0.0, 0.0])
+    assert_finite(sim)
+    sim.pluck(4, [0.0, 0.01, 0.0])
+    assert sim.velocities[4, 1] > 0

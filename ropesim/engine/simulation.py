@@ -794,7 +794,15 @@ class Simulation:
     def pluck(self, i: int, impulse: Sequence[float]) -> None:
         """Give particle i an impulse (3 numbers, N*s): its velocity changes by impulse / mass,
         so the momentum changes by exactly the impulse. Works while paused (the next step
-        starts the wave); a pinned or grabbed particle cannot be plucked."""
+        starts the wave); a pinned or grabbed particle cannot be plucked, and the new speed
+        must stay within max_speed (so no inf enters a float32 state)."""
+        index = impulses.check_pluckable(self, i, "particle")
+        change = impulses.check_impulse(self, impulse) / float(self._params.mass[index])
+        speed = float(np.linalg.norm(self._v[index].astype(np.float64) + change))
+        if not speed <= self._max_speed:
+            raise ValueError(f"impulse: {show(impulse)} N*s would move particle {index} at "
+                             f"{speed:.3g} m/s; allowed: up to max_speed = "
+                             f"{self._max_speed:g} m/s")
         impulses.pluck(self, i, impulse)
 
     def toggle_pin(self, i: int) -> bool:
