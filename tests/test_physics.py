@@ -85,7 +85,9 @@ def test_free_system_conserves_momentum(name):
                            velocities=rng.normal(size=system.positions.shape))
     sim = rs.Simulation(free, dt=1e-3, gravity=(0, 0, 0), integrator=name, cg_tolerance=1e-13)
     p0 = sim.momentum()
-    sim.step(300)
+    # explicit Euler gains energy here (2x in 44 steps, a spring at 18x its rest length
+    # by step 272): the divergence check stops it, so it runs only while healthy
+    sim.step(40 if name == "explicit_euler" else 300)
     np.testing.assert_allclose(sim.momentum(), p0, atol=1e-10)
 
 
@@ -102,7 +104,9 @@ def energy_ratio(name, steps, dt_fraction=0.05):
 
 
 def test_energy_signature_explicit_euler_gains():
-    ratios = energy_ratio("explicit_euler", 1000)
+    # at 1/80 of the limit step: the gain reaches 1.8x in 1000 steps. At 1/20 it reached
+    # 18000x (springs 30x their rest length) by step 800, which the divergence check stops
+    ratios = energy_ratio("explicit_euler", 1000, dt_fraction=0.0125)
     assert ratios[-1] > 1.5
     assert np.all(np.diff(ratios) > 0)
 

@@ -13,14 +13,36 @@ Forces: every simulation has the default parts springs + dampers, gravity and dr
 Parameters are edited with the set_* methods, which notify the integrators; the
 stiffness, damping, masses and rest_lengths properties are read-only views.
 
-Divergence: every step reports the largest particle speed. A non-finite state or a
-speed above ``max_speed`` stops the run with :class:`SimulationDiverged`, and the
-state is put back to the last finite step (it is re-run from a checkpoint taken every
-few steps, so normal steps pay for no copy).
+Divergence (docs/divergence.md): every step reports the largest particle speed (NaN
+once any velocity or position is not finite); every ``CHECK_EVERY`` steps a :class:`~ropesim.engine.health.HealthCheck` looks for a
+non-finite state, an overstretched spring, an energy runaway and a particle crossing
+half the scene in one step, and a healthy state is kept in a ring of checkpoints every
+``CHECKPOINT_EVERY`` steps. A failed check, a non-finite state or a speed above
+``max_speed`` stops the run with :class:`SimulationDiverged`: the state goes back to the
+newest checkpoint that later checks confirmed, and the error carries the reason and
+advice that names only integrators the situation does not rule out. No public call
+returns with a NaN or inf in ``positions`` or ``velocities``.
+
+Writable views: ``positions`` and ``velocities`` are the live state: writing them moves
+particles (a pinned one stays at its new place; a pinned or grabbed particle's velocity
+is overwritten by the next step). The next ``step`` compares the state with a summary
+taken when the property handed the view out: a non-finite write raises
+SimulationDiverged and restores the newest checkpoint; a finite one becomes the health
+check's new reference (so lifting a cloth 50 m is not an energy runaway). A write
+through a view kept from before the last step is not compared: a non-finite value is
+still caught by the step's own report, but a finite one counts as motion. ``masses``,
+``stiffness``, ``damping`` and ``rest_lengths`` are read-only views: the set_* methods
+change them (and update the inverse masses and the integrators).
+
+Every argument, setting and setter is validated where it enters (finite, in range, the
+right type, fitting the simulation's dtype: SpringSystem.check_fits in the constructor,
+model.check_fits_dtype in the setters); errors name the field, the value and what is
+allowed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any, Sequence
@@ -28,30 +50,56 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import impulses
-from .contacts import Contact, pack_contacts, project_contacts
+from .contacts import Contact, Ground, Sphere, pack_contacts, project_contacts
 from .forces import DEFAULT_FORCES, Force, SpringForces, spring_strain
+from .health import (
+    CHECK_EVERY, CHECKPOINT_EVERY, CONFIRM_STEPS, RING_SIZE, Advice, CheckpointRing,
+    HealthCheck, advise,
+)
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, get_integrator
-from .model import SpringSystem, masses_per_particle, spring_coefficients
+from .kernels.particles import state_summary
+from .model import (
+    SpringSystem, as_float_array, check_fits_dtype, check_number, masses_per_particle, show,
+    spring_coefficients,
+)
 from .state import Changed, Model, Params, State, kinetic_energy
 
-#: steps between state checkpoints used to recover the last finite state
-CHECKPOINT_EVERY = 64
+#: most steps one ``step(n)`` call takes (call again to go on)
+MAX_STEPS_PER_CALL = 10**9
+#: most substeps per frame and CG iterations per implicit step
+MAX_SUBSTEPS = 100_000
+MAX_CG_ITERATIONS = 1_000_000
+#: a grab target farther than this many scene sizes (the initial bounding-box diagonal,
+#: at least 1 m) from the scene's initial centre is pulled back onto that sphere
+GRAB_REACH = 1000.0
 
 
 class SimulationDiverged(RuntimeError):
-    """The state became non-finite or ran away; the last finite state was kept."""
+    """The state became non-finite or ran away; a healthy earlier state was kept.
 
-    def __init__(self, step: int, time: float, integrator: str, dt: float, reason: str):
+    Attributes: ``step`` and ``time`` (s), the first step that is not kept (the run is
+    taken to have diverged from there: the kept state is that of step ``step - 1``);
+    ``detected_step``, the step at which a check caught it; ``integrator``, ``dt`` (s),
+    ``reason`` (the criterion and its numbers) and ``advice`` (a health.Advice: what to
+    try instead, never the integrator that failed).
+    """
+
+    def __init__(self, step: int, time: float, integrator: str, dt: float, reason: str,
+                 advice: Advice | None = None, detected_step: int | None = None):
         self.step = step
         self.time = time
         self.integrator = integrator
         self.dt = dt
         self.reason = reason
+        self.advice = advice
+        self.detected_step = step if detected_step is None else detected_step
+        kept = (f"the state of step {step - 1} (t = {time - dt:.4f} s) is kept"
+                if step > 1 else "the initial state is kept")
+        tip = ("" if advice is None else
+               f" Try a smaller dt or another integrator: {advice.text}")
         super().__init__(
-            f"simulation diverged at step {step} (t = {time:.4f} s) with integrator "
-            f"{integrator} and dt = {dt:g} s: {reason}. The last finite state is kept. "
-            "Try a smaller dt (more substeps for the same frame time) or an implicit integrator "
-            "(backward_euler, implicit_midpoint)."
+            f"simulation diverged with integrator {integrator} and dt = {dt:g} s, caught at "
+            f"step {self.detected_step}: {reason}; {kept}.{tip}"
         )
 
 
@@ -62,11 +110,22 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
-def _positive(value: float, name: str, unit: str) -> float:
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}: must be a finite number > 0 {unit}, got {value}")
-    return value
+def _positive(value: Any, name: str, unit: str) -> float:
+    """A finite number > 0 (not a bool or a string) as a float."""
+    number = check_number(value, name, unit)
+    if not number > 0:
+        raise ValueError(f"{name}: must be a finite number > 0 {unit}, got {show(value)}")
+    return number
+
+
+def _count(value: Any, name: str, minimum: int, maximum: int) -> int:
+    """An integer (an int, or a float with an integer value) in minimum..maximum."""
+    allowed = f"an integer in {minimum}..{maximum:g}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name}: expected {allowed}, got {show(value)}")
+    if not (math.isfinite(value) and value == math.floor(value) and minimum <= value <= maximum):
+        raise ValueError(f"{name}: expected {allowed}, got {show(value)}")
+    return int(value)
 
 
 class Simulation:
@@ -79,10 +138,12 @@ class Simulation:
     gravity : acceleration (gx, gy, gz), m/s^2. Planar systems need gz = 0.
     integrator : one of ``INTEGRATORS`` (changeable later, live, by name).
     drag : global velocity damping, 1/s: v *= exp(-drag * dt) each step.
-    contacts : Ground and Sphere obstacles.
-    substeps : steps per rendered frame, for the viewer and video output.
+    contacts : a Ground or Sphere obstacle, or a sequence of them (their heights and
+        centre + radius must fit the dtype).
+    substeps : steps per rendered frame, for the viewer and video output (1..MAX_SUBSTEPS).
     dtype : np.float64 (default, accurate) or np.float32 (faster, half the memory).
-    max_speed : m/s; a faster particle is treated as a diverged simulation.
+    max_speed : m/s (> 0); a faster particle is treated as a diverged simulation (on
+        every step, besides the health check every CHECK_EVERY steps).
     grab_follow_time : s; a grabbed particle closes the gap to its target with this
         time constant, so its velocity follows the mouse smoothly across substeps.
     cg_tolerance, cg_max_iterations : stopping rule of the implicit integrators' conjugate
@@ -114,15 +175,22 @@ class Simulation:
         grid_kernels: bool = True,
     ):
         if not isinstance(system, SpringSystem):
-            raise ValueError(f"system: expected a SpringSystem, got {type(system).__name__}")
+            raise TypeError(f"system: expected a SpringSystem, got {type(system).__name__}")
+        try:
+            valid = dtype is not None and np.dtype(dtype) in (np.float32, np.float64)
+        except TypeError:
+            valid = False
+        if not valid:
+            raise ValueError(f"dtype: allowed float32 or float64, got {show(dtype)}")
         dtype = np.dtype(dtype)
-        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-            raise ValueError(f"dtype: allowed float32 or float64, got {dtype}")
+        if not isinstance(grid_kernels, (bool, np.bool_)):
+            raise TypeError(f"grid_kernels: expected True or False, got {show(grid_kernels)}")
+        system.check_fits(dtype)
         self.system = system
         self.dtype = dtype
         self.planar = system.planar
-        self.max_speed = _positive(max_speed, "max_speed", "m/s")
-        self.grab_follow_time = _positive(grab_follow_time, "grab_follow_time", "s")
+        self.max_speed = max_speed
+        self.grab_follow_time = grab_follow_time
 
         n = system.n_particles
         self._x = np.ascontiguousarray(system.positions3(), dtype=dtype)
@@ -140,20 +208,27 @@ class Simulation:
         )
         spring_a = np.ascontiguousarray(system.springs[:, 0], dtype=np.int32)
         spring_b = np.ascontiguousarray(system.springs[:, 1], dtype=np.int32)
-        self._model = Model(spring_a, spring_b, self._params, system.grid_shape, grid_kernels)
+        self._model = Model(spring_a, spring_b, self._params, system.grid_shape,
+                            bool(grid_kernels))
         self._springs, self._gravity, self._drag = (
             part(spring_a, spring_b) if part is SpringForces else part()
             for part in DEFAULT_FORCES)
         self._views = {name: _read_only(getattr(self._params, name))
                        for name in ("stiffness", "damping", "mass", "rest_lengths")}
         self._integrators: dict[str, Integrator] = {}
-        self._x_checkpoint = np.empty_like(self._x)
-        self._v_checkpoint = np.empty_like(self._v)
         self._strain = np.zeros(system.n_springs, dtype)
         self._grabbed: int | None = None
         self._grab_target = np.zeros(3)
-        self._stable_dt = system.stable_dt()
+        start = system.positions3()
+        self._scene_centre = 0.5 * (start.min(axis=0) + start.max(axis=0))
+        self._scene_size = max(float(np.linalg.norm(np.ptp(start, axis=0))), 1.0)
+        self._stable_dt: float | None = system.stable_dt()  # None: parameters edited
         self._warned_dt = False
+        # state_summary of the state as the last step left it, taken when a view of the
+        # state is handed out (``_summarised``), compared by the next step
+        self._summarised = False
+        self._summary = np.zeros(3)
+        self._scan = np.zeros(3)
 
         self.dt = dt
         self.gravity = gravity
@@ -163,6 +238,13 @@ class Simulation:
         self.substeps = substeps
         self.cg_tolerance = cg_tolerance
         self.cg_max_iterations = cg_max_iterations
+        self._health = HealthCheck(self._x, self._v, spring_a, spring_b,
+                                   self._params.rest_lengths, self._params.stiffness,
+                                   self._params.damping, self._params.mass,
+                                   self._params.gravity, self._dt)
+        self._ring = CheckpointRing(n, dtype, RING_SIZE)
+        self._ring.save(self._x, self._v, 0.0, 0)
+        self._rebase_due = False
         assert self._x.shape == (n, 3)
 
     # --- settings (validated, live) ----------------------------------------------------
@@ -178,7 +260,9 @@ class Simulation:
 
     @property
     def state(self) -> State:
-        """The State (x, v, time, step_count) the integrators advance (live)."""
+        """The State (x, v, time, step_count) the integrators advance (live; its arrays
+        are the writable views ``positions`` and ``velocities``)."""
+        self._summarise()
         return self._state
 
     @property
@@ -193,21 +277,60 @@ class Simulation:
 
     @dt.setter
     def dt(self, value: float) -> None:
-        self._dt = _positive(value, "dt", "s")
+        dt = _positive(value, "dt", "s")
+        check_fits_dtype(dt, self.dtype, "dt", "s")
+        self._dt = dt
+        if hasattr(self, "_health"):
+            self._health.dt = dt
         self._warn_if_unstable()
+
+    @property
+    def max_speed(self) -> float:
+        """m/s; a particle faster than this is a diverged simulation (> 0)."""
+        return self._max_speed
+
+    @max_speed.setter
+    def max_speed(self, value: float) -> None:
+        self._max_speed = _positive(value, "max_speed", "m/s")
+        self._max_speed_sq = self._max_speed * self._max_speed
+
+    @property
+    def grab_follow_time(self) -> float:
+        """s (> 0): a grabbed particle closes the gap to its target with this time
+        constant."""
+        return self._grab_follow_time
+
+    @grab_follow_time.setter
+    def grab_follow_time(self, value: float) -> None:
+        self._grab_follow_time = _positive(value, "grab_follow_time", "s")
+
+    def stable_dt(self) -> float:
+        """The explicit integrators' stable-step bound (s) at the current stiffness,
+        masses and pins (SpringSystem.stable_dt of the live parameters)."""
+        if self._stable_dt is None:
+            p = self._params
+            live = dataclasses.replace(
+                self.system, stiffness=p.stiffness.astype(np.float64),
+                mass=p.mass.astype(np.float64), pinned=self._pinned.copy(),
+                rest_lengths=p.rest_lengths.astype(np.float64), young_modulus=None)
+            self._stable_dt = live.stable_dt()
+        return self._stable_dt
 
     def _warn_if_unstable(self) -> None:
         """Warn once when an explicit integrator's dt is clearly past the stable step."""
         integrator = getattr(self, "_integrator", None)
         if self._warned_dt or integrator is None or integrator.unconditionally_stable:
             return
-        if self._dt > 2.0 * self._stable_dt:  # stable_dt is a bound, about 2x conservative
+        stable_dt = self.stable_dt()
+        if self._dt > 2.0 * stable_dt:  # stable_dt is a bound, about 2x conservative
             self._warned_dt = True
+            stable = ", ".join(name for name, cls in INTEGRATORS.items()
+                               if cls.unconditionally_stable)
             warnings.warn(
                 f"dt = {self._dt:g} s is well above the stable step of this system for "
-                f"explicit integrators (about {self._stable_dt:.3g}-{2 * self._stable_dt:.3g} s): "
-                "it will likely diverge. Use a smaller dt or an implicit integrator "
-                "(backward_euler, implicit_midpoint).",
+                f"explicit integrators (about {stable_dt:.3g}-{2 * stable_dt:.3g} s): "
+                f"it will likely diverge. Use a smaller dt or an implicit integrator "
+                f"({stable}).",
                 RuntimeWarning, stacklevel=3,
             )
 
@@ -218,14 +341,16 @@ class Simulation:
 
     @gravity.setter
     def gravity(self, value: Sequence[float]) -> None:
-        g = np.asarray(value, dtype=np.float64).ravel()
+        g = as_float_array(value, "gravity", "m/s^2").ravel()
         if g.shape == (2,):
             g = np.append(g, 0.0)
-        if g.shape != (3,) or not np.all(np.isfinite(g)):
-            raise ValueError(f"gravity: expected 3 finite numbers (m/s^2), got {value!r}")
+        if g.shape != (3,):
+            raise ValueError(f"gravity: expected 2 or 3 finite numbers (m/s^2), got {show(value)}")
+        check_fits_dtype(g, self.dtype, "gravity", "m/s^2")
         if self.planar and g[2] != 0.0:
             raise ValueError("gravity: a planar (2-D) system needs gravity z = 0")
         self._params.gravity[:] = g
+        self._rebase_due = True
 
     @property
     def drag(self) -> float:
@@ -234,10 +359,9 @@ class Simulation:
 
     @drag.setter
     def drag(self, value: float) -> None:
-        value = float(value)
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"drag: must be a finite number >= 0 (1/s), got {value}")
-        self._params.drag[0] = value
+        drag = check_number(value, "drag", "1/s", minimum=0.0)
+        check_fits_dtype(drag, self.dtype, "drag", "1/s")
+        self._params.drag[0] = drag
 
     @property
     def integrator(self) -> str:
@@ -278,18 +402,27 @@ class Simulation:
 
     @substeps.setter
     def substeps(self, value: int) -> None:
-        if isinstance(value, bool) or int(value) != value or int(value) < 1:
-            raise ValueError(f"substeps: must be an integer >= 1, got {value!r}")
-        self._substeps = int(value)
+        self._substeps = _count(value, "substeps", 1, MAX_SUBSTEPS)
 
     @property
     def contacts(self) -> tuple[Contact, ...]:
+        """The Ground and Sphere obstacles (assign one, or a sequence of them)."""
         return self._contacts
 
     @contacts.setter
-    def contacts(self, value: Sequence[Contact]) -> None:
+    def contacts(self, value: Contact | Sequence[Contact]) -> None:
+        if isinstance(value, (Ground, Sphere)):
+            value = (value,)
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise TypeError(f"contacts: expected a Ground, a Sphere or a list of them, "
+                            f"got {show(value)}")
         value = tuple(value)
-        self._grounds, self._spheres = pack_contacts(value)
+        grounds, spheres = pack_contacts(value)
+        # a contact puts particles at centre + radius or at the ground's height
+        reach = np.abs(spheres[:, :3]).max(axis=1) + spheres[:, 3] if len(spheres) else []
+        check_fits_dtype(reach, self.dtype, "contacts (sphere |centre| + radius)", "m")
+        check_fits_dtype(grounds[:, 0], self.dtype, "contacts (ground height)", "m")
+        self._grounds, self._spheres = grounds, spheres
         self._contacts = value
 
     @property
@@ -299,7 +432,8 @@ class Simulation:
 
     @cg_tolerance.setter
     def cg_tolerance(self, value: float) -> None:
-        self._model.cg_tolerance = _positive(value, "cg_tolerance", "(relative residual)")
+        self._model.cg_tolerance = check_number(value, "cg_tolerance", "(relative residual)",
+                                                minimum=0.0, strict=True, maximum=1.0)
 
     @property
     def cg_max_iterations(self) -> int:
@@ -307,9 +441,7 @@ class Simulation:
 
     @cg_max_iterations.setter
     def cg_max_iterations(self, value: int) -> None:
-        if isinstance(value, bool) or int(value) != value or int(value) < 1:
-            raise ValueError(f"cg_max_iterations: must be an integer >= 1, got {value!r}")
-        self._model.cg_max_iterations = int(value)
+        self._model.cg_max_iterations = _count(value, "cg_max_iterations", 1, MAX_CG_ITERATIONS)
 
     @property
     def solver_stats(self) -> SolverStats:
@@ -320,12 +452,17 @@ class Simulation:
     # --- state ---------------------------------------------------------------------------
     @property
     def positions(self) -> np.ndarray:
-        """(n, 3) positions, m: a writable view of the state."""
+        """(n, 3) positions, m: a writable view of the live state. A write moves the
+        particles (a pinned one stays at its new place); the next step checks what was
+        written (see the module docstring)."""
+        self._summarise()
         return self._x
 
     @property
     def velocities(self) -> np.ndarray:
-        """(n, 3) velocities, m/s: a writable view of the state."""
+        """(n, 3) velocities, m/s: a writable view of the live state (a pinned or
+        grabbed particle's velocity is overwritten by the next step)."""
+        self._summarise()
         return self._v
 
     @property
@@ -372,28 +509,38 @@ class Simulation:
     def _changed(self, flags: Changed) -> None:
         for integrator in self._integrators.values():
             integrator.notify_model_changed(flags)
+        if flags & (Changed.STIFFNESS | Changed.MASS | Changed.FIXED):
+            self._stable_dt = None
+        if flags & Changed.FORCES:
+            # attached forces do work the energy criterion cannot see (docs/divergence.md)
+            self._health.energy_check = not self._model.forces
+            self._health.gravity = self._model.gravity()
+        self._rebase_due = True  # the health check's energy reference starts again
+
+    def _spring_values(self, value: Any, name: str, unit: str) -> np.ndarray:
+        coeff = spring_coefficients(value, self.n_springs, name, unit)
+        check_fits_dtype(coeff, self.dtype, name, unit)
+        return coeff
 
     def set_stiffness(self, value: Any) -> None:
         """Set every spring's stiffness (scalar or (m,) N/m), keeping the state."""
-        self._params.stiffness[:] = spring_coefficients(value, self.n_springs, "stiffness",
-                                                        "N/m")
+        self._params.stiffness[:] = self._spring_values(value, "stiffness", "N/m")
         self._changed(Changed.STIFFNESS)
 
     def set_damping(self, value: Any) -> None:
         """Set every spring's damping (scalar or (m,) N*s/m), keeping the state."""
-        self._params.damping[:] = spring_coefficients(value, self.n_springs, "damping",
-                                                      "N*s/m")
+        self._params.damping[:] = self._spring_values(value, "damping", "N*s/m")
         self._changed(Changed.DAMPING)
 
     def set_rest_lengths(self, value: Any) -> None:
         """Set every spring's rest length (scalar or (m,) m, >= 0), keeping the state."""
-        self._params.rest_lengths[:] = spring_coefficients(value, self.n_springs,
-                                                           "rest_lengths", "m")
+        self._params.rest_lengths[:] = self._spring_values(value, "rest_lengths", "m")
         self._changed(Changed.REST_LENGTHS)
 
     def set_mass(self, value: Any) -> None:
         """Set particle masses (scalar or (n,) kg), keeping the state."""
         m = masses_per_particle(value, self.n_particles)
+        check_fits_dtype(m, self.dtype, "mass", "kg", inverse=True)
         self._params.mass[:] = m
         self._params.inv_mass[:] = 1.0 / m
         self._changed(Changed.MASS)
@@ -444,19 +591,59 @@ class Simulation:
 
     # --- stepping ----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
-        """Advance n steps of dt. Raises SimulationDiverged (state kept at the last finite step)."""
-        if isinstance(n, bool) or int(n) != n or n < 0:
-            raise ValueError(f"n: number of steps must be an integer >= 0, got {n!r}")
-        self._save_checkpoint()
-        since_checkpoint = 0
-        for _ in range(int(n)):
+        """Advance n steps of dt (0 <= n <= MAX_STEPS_PER_CALL). Raises SimulationDiverged
+        with the state put back to a healthy checkpoint (see the module docstring)."""
+        count = _count(n, "n (number of steps)", 0, MAX_STEPS_PER_CALL)
+        if self._summarised:
+            self._look_for_writes()
+        if self._rebase_due:
+            self._health.rebase(self._x, self._v)
+            if self._grabbed is not None:
+                self._health.start_grab(self._x, self._v, self._grabbed)
+            self._rebase_due = False
+        for _ in range(count):
             max_speed_sq = self._advance()
-            if not max_speed_sq <= self.max_speed * self.max_speed:
-                self._recover(since_checkpoint, max_speed_sq)
-            since_checkpoint += 1
-            if since_checkpoint == CHECKPOINT_EVERY:
-                self._save_checkpoint()
-                since_checkpoint = 0
+            if not max_speed_sq <= self._max_speed_sq:
+                self._diverged(self._speed_reason(max_speed_sq))
+            if self._grabbed is not None:  # the grab's work, step by step
+                self._health.follow_grab(self._x, self._v, self._grabbed)
+            steps = self._state.step_count
+            if steps % CHECK_EVERY == 0:
+                reason = self._health.check(self._x, self._v, self._grabbed)
+                if reason is not None:
+                    self._diverged(reason)
+                if steps % CHECKPOINT_EVERY == 0:
+                    self._ring.save(self._x, self._v, self._state.time, steps)
+
+    def _summarise(self) -> None:
+        """A view of the state is handed out: summarise the state as the last step left
+        it (once per step), so that the next step can tell whether it was written."""
+        if not self._summarised:
+            state_summary(self._x, self._v, self._summary)
+            self._summarised = True
+
+    def _look_for_writes(self) -> None:
+        """Compare the state with the summary taken when a view was handed out: a
+        non-finite write is refused (back to the newest checkpoint), any other write
+        becomes the health check's reference."""
+        self._summarised = False
+        state_summary(self._x, self._v, self._scan)
+        if self._scan[0] >= 0:
+            self._diverged(self._non_finite_reason(int(self._scan[0]), "written before the step"),
+                           confirmed=False)
+        if not np.array_equal(self._scan[1:], self._summary[1:]):
+            self._rebase_due = True
+
+    def _non_finite_reason(self, i: int, when: str) -> str:
+        return (f"non-finite state {when}: particle {i} has position {self._x[i].tolist()} m "
+                f"and velocity {self._v[i].tolist()} m/s")
+
+    def _speed_reason(self, max_speed_sq: float) -> str:
+        if math.isfinite(max_speed_sq):
+            return (f"a particle reached {math.sqrt(max_speed_sq):.3g} m/s, above "
+                    f"max_speed = {self._max_speed:g} m/s")
+        state_summary(self._x, self._v, self._scan)
+        return self._non_finite_reason(int(self._scan[0]), "after the step")
 
     def _advance(self) -> float:
         """One step without the divergence check; returns the max squared speed."""
@@ -473,30 +660,35 @@ class Simulation:
 
     def _move_grabbed(self, dt: float) -> None:
         i = self._grabbed
-        follow = max(self.grab_follow_time, dt)
+        follow = max(self._grab_follow_time, dt)
         velocity = (self._grab_target - self._x[i]) / follow
         self._v[i] = velocity
         self._x[i] += velocity * dt
 
-    def _save_checkpoint(self) -> None:
-        self._x_checkpoint[:] = self._x
-        self._v_checkpoint[:] = self._v
-        self._checkpoint_clock = (self._state.time, self._state.step_count)
+    def advice(self) -> Advice:
+        """What to try if the current integrator diverges now (health.advise): never the
+        current integrator, and never one the situation rules out."""
+        flags = {name: cls.unconditionally_stable for name, cls in INTEGRATORS.items()}
+        return advise(self.integrator, self._dt, self.stable_dt(), flags)
 
-    def _recover(self, good_steps: int, max_speed_sq: float) -> None:
-        """Back to the checkpoint, replay the steps that were finite, then raise."""
-        failed_step, failed_time = self.step_count, self.time
-        self._x[:] = self._x_checkpoint
-        self._v[:] = self._v_checkpoint
-        self._state.time, self._state.step_count = self._checkpoint_clock
-        for _ in range(good_steps):
-            self._advance()
-        if math.isfinite(max_speed_sq):
-            reason = (f"a particle reached {math.sqrt(max_speed_sq):.3g} m/s, above "
-                      f"max_speed = {self.max_speed:g} m/s")
-        else:
-            reason = "velocities became non-finite (NaN or inf)"
-        raise SimulationDiverged(failed_step, failed_time, self.integrator, self._dt, reason)
+    def _diverged(self, reason: str, confirmed: bool = True) -> None:
+        """Restore the newest healthy checkpoint (``confirmed``: the newest one that the
+        checks of health.CONFIRM_STEPS later steps passed) and raise SimulationDiverged."""
+        detected = self._state.step_count
+        self._integrator.finish()
+        kept = (self._ring.newest_healthy(detected, CONFIRM_STEPS) if confirmed
+                else self._ring.newest())
+        self._x[:] = kept.positions
+        self._v[:] = kept.velocities
+        self._state.time, self._state.step_count = kept.time, kept.step
+        # the checkpoints after the kept one belong to the diverging run
+        self._ring.clear()
+        self._ring.save(self._x, self._v, kept.time, kept.step)
+        self._summarised = False
+        self._rebase_due = True
+        advice = self.advice() if confirmed else None  # a write is not the integrator's
+        raise SimulationDiverged(kept.step + 1, kept.time + self._dt, self.integrator,
+                                 self._dt, reason, advice, detected)
 
     def reset(self) -> None:
         """Back to the system's initial state and pins; settings and parameters are kept."""
@@ -509,50 +701,83 @@ class Simulation:
         self._state.time, self._state.step_count = 0.0, 0
         for integrator in self._integrators.values():
             integrator.stats = SolverStats()
+        self._ring.clear()
+        self._ring.save(self._x, self._v, 0.0, 0)
+        self._summarised = False
+        self._rebase_due = True
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:
-        if isinstance(i, bool) or int(i) != i or not 0 <= int(i) < self.n_particles:
-            raise ValueError(f"particle: index must be in 0..{self.n_particles - 1}, got {i!r}")
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) \
+                or not 0 <= int(i) < self.n_particles:
+            raise ValueError(f"particle: index must be in 0..{self.n_particles - 1}, "
+                             f"got {show(i)}")
         return int(i)
 
-    def _as_point(self, value: Sequence[float], name: str) -> np.ndarray:
-        p = np.asarray(value, dtype=np.float64).ravel()
+    def _as_point(self, value: Sequence[float], name: str, unit: str) -> np.ndarray:
+        p = as_float_array(value, name, unit).ravel()
         if p.shape == (2,):
             p = np.append(p, 0.0)
-        if p.shape != (3,) or not np.all(np.isfinite(p)):
-            raise ValueError(f"{name}: expected 2 or 3 finite numbers, got {value!r}")
+        if p.shape != (3,):
+            raise ValueError(f"{name}: expected 2 or 3 finite numbers ({unit}), got {show(value)}")
         if self.planar:
             p[2] = 0.0
         return p
 
-    def _refresh_fixed(self) -> None:
+    def _refresh_fixed(self, rebase: bool = True) -> None:
+        """Fixed flags from the pins and the grab; ``rebase``: the health check's energy
+        reference starts again (a pin change; the grab's work is accounted for)."""
         self._fixed[:] = self._pinned
         if self._grabbed is not None:
             self._fixed[self._grabbed] = 1
-        self._changed(Changed.FIXED)
+        for integrator in self._integrators.values():
+            integrator.notify_model_changed(Changed.FIXED)
+        self._stable_dt = None
+        self._rebase_due = self._rebase_due or rebase
+
+    def grab_reach(self) -> tuple[np.ndarray, float]:
+        """(centre (3,) m, radius m) of the sphere grab targets are kept in: the initial
+        bounding box's centre, GRAB_REACH x its diagonal (at least 1 m)."""
+        return self._scene_centre.copy(), GRAB_REACH * self._scene_size
 
     def grab(self, i: int, target: Sequence[float]) -> None:
-        """Hold particle i and pull it toward target (m) each step; call again to move it."""
+        """Hold particle i and pull it toward target (2 or 3 finite numbers, m) each step;
+        call again to move it. A target outside :meth:`grab_reach` is pulled back onto
+        that sphere (so the state stays finite however far a pointer ray reaches)."""
         i = self._check_index(i)
+        point = self._as_point(target, "target", "m")
+        centre, reach = self.grab_reach()
+        offset = point - centre
+        distance = float(np.linalg.norm(offset))
+        if distance > reach:
+            point = centre + offset * (reach / distance)
         if self._grabbed is not None and self._grabbed != i:
             self.release()
-        self._grab_target = self._as_point(target, "target")
-        self._grabbed = i
-        self._refresh_fixed()
+        self._grab_target = point
+        if self._grabbed != i:
+            self._grabbed = i
+            self._refresh_fixed(rebase=False)
+            self._health.start_grab(self._x, self._v, i)
 
     def release(self, velocity: Sequence[float] | None = None) -> None:
         """Let go of the grabbed particle. It keeps its velocity (a fling), or takes
-        ``velocity`` (m/s) if given; a pinned particle stays where it was dropped."""
+        ``velocity`` (m/s, at most max_speed) if given; a pinned particle stays where it
+        was dropped."""
         i = self._grabbed
         if i is None:
             return
         if velocity is not None:
-            self._v[i] = self._as_point(velocity, "velocity")
+            u = self._as_point(velocity, "velocity", "m/s")
+            speed = float(np.linalg.norm(u))
+            if speed > self._max_speed:
+                raise ValueError(f"velocity: {speed:.3g} m/s is above max_speed = "
+                                 f"{self._max_speed:g} m/s; allowed: a slower release")
+            self._v[i] = u
+            self._rebase_due = True
         if self._pinned[i]:
             self._v[i] = 0.0
         self._grabbed = None
-        self._refresh_fixed()
+        self._refresh_fixed(rebase=False)
 
     def pin(self, i: int) -> None:
         """Fix particle i where it is now."""
@@ -569,7 +794,15 @@ class Simulation:
     def pluck(self, i: int, impulse: Sequence[float]) -> None:
         """Give particle i an impulse (3 numbers, N*s): its velocity changes by impulse / mass,
         so the momentum changes by exactly the impulse. Works while paused (the next step
-        starts the wave); a pinned or grabbed particle cannot be plucked."""
+        starts the wave); a pinned or grabbed particle cannot be plucked, and the new speed
+        must stay within max_speed (so no inf enters a float32 state)."""
+        index = impulses.check_pluckable(self, i, "particle")
+        change = impulses.check_impulse(self, impulse) / float(self._params.mass[index])
+        speed = float(np.linalg.norm(self._v[index].astype(np.float64) + change))
+        if not speed <= self._max_speed:
+            raise ValueError(f"impulse: {show(impulse)} N*s would move particle {index} at "
+                             f"{speed:.3g} m/s; allowed: up to max_speed = "
+                             f"{self._max_speed:g} m/s")
         impulses.pluck(self, i, impulse)
 
     def toggle_pin(self, i: int) -> bool:

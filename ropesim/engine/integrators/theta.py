@@ -36,7 +36,7 @@ from ..kernels.grid_implicit import (
     COMPACT_ROWS, GRID_PAD, grid_implicit_blocks, grid_implicit_scratch, grid_spring_params,
     padded_edges,
 )
-from ..kernels.particles import hold, speed_result, track_speed
+from ..kernels.particles import hold, hold_tracked, speed_result, track_speed
 from ..linalg.cg import NEGATIVE_CURVATURE, conjugate_gradient
 from ..linalg.multigrid import GridMultigrid, grid_pcg
 from ..state import Changed, Model, State
@@ -62,16 +62,18 @@ def _theta_rhs(f, external, has_external, mass, gravity, stiff_v, fixed, dt, the
 
 @njit(cache=True)
 def _theta_update(x, v, dv, fixed, dt, theta, damp_factor):
-    """v1 = v0 + dv, x1 = x0 + dt (v0 + theta dv), then drag; returns max |v|^2."""
+    """v1 = v0 + dv, x1 = x0 + dt (v0 + theta dv), then drag; returns max |v|^2, NaN
+    once a velocity or position is not finite (a NaN position leaves CG with nothing to
+    do, so the velocities alone would not show it)."""
     max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
     for i in range(x.shape[0]):
         if fixed[i]:
-            hold(v, i, 0.0)
+            bad = hold_tracked(x, v, i, bad, 0.0)
             continue
         for d in range(3):
             x[i, d] += dt * (v[i, d] + theta * dv[i, d])
             v[i, d] = (v[i, d] + dv[i, d]) * damp_factor
-        max_speed_sq, bad = track_speed(v, i, max_speed_sq, bad, 0.0)
+        max_speed_sq, bad = track_speed(x, v, i, max_speed_sq, bad, 0.0)
     return speed_result(max_speed_sq, bad)
 
 

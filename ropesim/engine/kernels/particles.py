@@ -7,7 +7,8 @@ Spring geometry, for spring s joining particles i and j:
     Hooke + damper on i:  f = (-k (l - L) - c ((v[i] - v[j]) . n)) n   (on j: -f)
 
 and the bookkeeping of the particle update: a fixed particle gets zero velocity, and
-the largest squared speed of a step is returned as NaN once any speed is not finite.
+the largest squared speed of a step is returned as NaN once any speed or position is
+not finite.
 """
 
 from __future__ import annotations
@@ -55,14 +56,51 @@ def hold(v, i, zero):
 
 
 @njit(cache=True, inline="always")
-def track_speed(v, i, max_sq, bad, zero):
+def track_speed(x, v, i, max_sq, bad, zero):
     """(max |v|^2 so far, NaN check sum) after particle i: the check sum stays 0 unless
-    a speed is NaN or infinite."""
+    a speed or a position coordinate is NaN or infinite."""
     sq = v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2]
-    return (sq if sq > max_sq else max_sq), bad + sq * zero
+    return (sq if sq > max_sq else max_sq), bad + (sq + x[i, 0] + x[i, 1] + x[i, 2]) * zero
+
+
+@njit(cache=True, inline="always")
+def hold_tracked(x, v, i, bad, zero):
+    """hold(v, i) for a fixed particle, and its position into the NaN check sum (a NaN
+    written into a pinned particle is reported too: nothing else would move it)."""
+    hold(v, i, zero)
+    return bad + (x[i, 0] + x[i, 1] + x[i, 2]) * zero
 
 
 @njit(cache=True, inline="always")
 def speed_result(max_sq, bad):
     """The step's max |v|^2, or NaN (the check sum) once any speed is not finite."""
     return max_sq if bad == 0.0 else bad
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False,
+      fastmath={"reassoc", "contract", "nsz", "arcp"})
+def state_summary(x, v, out):
+    """out[0] = the first particle with a non-finite position or velocity (-1 if none);
+    out[1], out[2] = position and velocity sums weighted by index and axis (float64),
+    so that a write into the state changes them: the Simulation compares them to notice
+    writes between steps."""
+    sum_x = 0.0
+    sum_v = 0.0
+    for i in range(x.shape[0]):
+        w = 1.0 + i
+        sum_x += w * (np.float64(x[i, 0]) + 1.25 * np.float64(x[i, 1])
+                      + 1.5 * np.float64(x[i, 2]))
+        sum_v += w * (np.float64(v[i, 0]) + 1.25 * np.float64(v[i, 1])
+                      + 1.5 * np.float64(v[i, 2]))
+    first = -1
+    if not (abs(sum_x) < np.inf and abs(sum_v) < np.inf):  # a NaN or inf somewhere
+        for i in range(x.shape[0]):
+            finite = True
+            for d in range(3):
+                finite = finite and abs(x[i, d]) < np.inf and abs(v[i, d]) < np.inf
+            if not finite:
+                first = i
+                break
+    out[0] = first
+    out[1] = sum_x
+    out[2] = sum_v

@@ -36,7 +36,9 @@ from numba import njit, prange
 
 from ..forces.springs import add_spring_forces
 from .grid import grid_accumulate, grid_load_row, grid_spring_row
-from .particles import add_pair, hold, spring_magnitude, spring_vector, speed_result, track_speed
+from .particles import (
+    add_pair, hold_tracked, spring_magnitude, spring_vector, speed_result, track_speed,
+)
 
 _FAST = {"nsz", "contract"}  # no 'nnan'/'ninf': the NaN check on the speed must stay
 
@@ -100,7 +102,7 @@ def euler_update(x, v, f, inv_mass, fixed, gravity, dt, mode, damp_factor):
     max_speed_sq, bad = 0.0, 0.0  # see particles.track_speed
     for i in range(x.shape[0]):
         if fixed[i]:
-            hold(v, i, 0.0)
+            bad = hold_tracked(x, v, i, bad, 0.0)
             continue
         w = inv_mass[i]
         for d in range(3):
@@ -114,7 +116,7 @@ def euler_update(x, v, f, inv_mass, fixed, gravity, dt, mode, damp_factor):
             if mode == SYMPLECTIC:
                 x[i, d] += dt * v[i, d]
             v[i, d] *= damp_factor
-        max_speed_sq, bad = track_speed(v, i, max_speed_sq, bad, 0.0)
+        max_speed_sq, bad = track_speed(x, v, i, max_speed_sq, bad, 0.0)
     return speed_result(max_speed_sq, bad)
 
 
@@ -196,7 +198,7 @@ def _grid_update_row(r, x, v, X, V, F, inv_mass, fixed, gravity, dt, damp, sympl
         vr[3 * j + 2] = u2
         sq = u0 * u0 + u1 * u1 + u2 * u2
         speed_sq[j] = sq
-        bad += sq * zero  # stays 0 unless some speed is NaN or infinite
+        bad += (sq + y0 + y1 + y2) * zero  # 0 unless a speed or position is NaN or inf
     top = speed_bits[0]
     for j in range(1, cols):
         top = max(top, speed_bits[j])
@@ -344,7 +346,7 @@ def _update_range(lo, hi, x, v, f, inv_mass, fixed, gravity, dt, symplectic, dam
     g2 = gravity[2]
     for i in range(lo, hi):
         if fixed[i]:
-            hold(v, i, zero)
+            bad = hold_tracked(x, v, i, bad, zero)
             continue
         w = inv_mass[i]
         if symplectic:
@@ -367,7 +369,7 @@ def _update_range(lo, hi, x, v, f, inv_mass, fixed, gravity, dt, symplectic, dam
         v[i, 0] = u0
         v[i, 1] = u1
         v[i, 2] = u2
-        max_sq, bad = track_speed(v, i, max_sq, bad, zero)
+        max_sq, bad = track_speed(x, v, i, max_sq, bad, zero)
     return max_sq, bad
 
 
