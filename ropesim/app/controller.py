@@ -297,8 +297,8 @@ class ViewerController:
             self.error = (
                 f"simulation diverged at t = {exc.time:.4g} s (step {exc.step}, "
                 f"{exc.integrator}, dt = {exc.dt:g} s): {exc.reason}. Paused at the last "
-                "finite state. To recover: R resets; lower dt in the panel; I switches "
-                "integrator (backward_euler and implicit_midpoint are stable).")
+                "healthy state. To recover: R resets; lower dt in the panel; I switches "
+                "integrator" + (f" ({exc.advice.text})." if exc.advice is not None else "."))
         self.frame_clock.count(result, self.sim.dt, measure=measure)
         self._record_energy()
         self.waves.sample(self.sim)
