@@ -29,7 +29,7 @@ import numpy as np
 
 from . import impulses
 from .contacts import Contact, pack_contacts, project_contacts
-from .forces import DEFAULT_FORCES, Force, SpringForces, spring_strain
+from .forces import DEFAULT_FORCES, Force, SpringForces, Wind, spring_strain
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, get_integrator
 from .model import SpringSystem, masses_per_particle, spring_coefficients
 from .state import Changed, Model, Params, State, kinetic_energy
@@ -423,6 +423,9 @@ class Simulation:
             raise ValueError(f"force: {force!r} is a default part of another simulation; "
                              "allowed: a new Force, or this simulation's removed gravity/drag")
         else:
+            if isinstance(force, Wind):  # wind acts on this system's triangles or springs
+                force.bind(self.system.triangles, self._model.spring_a, self._model.spring_b,
+                           self.planar)
             self._model.forces.append(force)
         self._changed(Changed.FORCES)
         return force
