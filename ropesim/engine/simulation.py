@@ -33,6 +33,7 @@ from .forces import DEFAULT_FORCES, Force, SpringForces, Wind, spring_strain
 from .integrators import DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, get_integrator
 from .model import SpringSystem, masses_per_particle, spring_coefficients
 from .state import Changed, Model, Params, State, kinetic_energy
+from . import tearing
 
 #: steps between state checkpoints used to recover the last finite state
 CHECKPOINT_EVERY = 64
@@ -154,6 +155,8 @@ class Simulation:
         self._grab_target = np.zeros(3)
         self._stable_dt = system.stable_dt()
         self._warned_dt = False
+        self._tearing = tearing.Tearing(self._params)
+        self._max_stretch: float | None = None
 
         self.dt = dt
         self.gravity = gravity
@@ -375,14 +378,16 @@ class Simulation:
 
     def set_stiffness(self, value: Any) -> None:
         """Set every spring's stiffness (scalar or (m,) N/m), keeping the state."""
-        self._params.stiffness[:] = spring_coefficients(value, self.n_springs, "stiffness",
-                                                        "N/m")
+        self._tearing.stiffness[:] = spring_coefficients(value, self.n_springs, "stiffness",
+                                                         "N/m")
+        self._tearing.write(self._params)  # broken springs stay at 0
         self._changed(Changed.STIFFNESS)
 
     def set_damping(self, value: Any) -> None:
         """Set every spring's damping (scalar or (m,) N*s/m), keeping the state."""
-        self._params.damping[:] = spring_coefficients(value, self.n_springs, "damping",
-                                                      "N*s/m")
+        self._tearing.damping[:] = spring_coefficients(value, self.n_springs, "damping",
+                                                       "N*s/m")
+        self._tearing.write(self._params)  # broken springs stay at 0
         self._changed(Changed.DAMPING)
 
     def set_rest_lengths(self, value: Any) -> None:
@@ -467,6 +472,7 @@ class Simulation:
         max_speed_sq = self._integrator.step(self._state, dt)
         if self._grabbed is not None:
             self._move_grabbed(dt)
+        self._tear_and_limit(dt)
         if self._contacts:
             project_contacts(self._x, self._v, self._fixed, self._grounds, self._spheres,
                              self.planar)
@@ -512,6 +518,8 @@ class Simulation:
         self._state.time, self._state.step_count = 0.0, 0
         for integrator in self._integrators.values():
             integrator.stats = SolverStats()
+        if self._tearing.restore():
+            self._write_broken()
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:
@@ -583,6 +591,59 @@ class Simulation:
             self.pin(i)
         return bool(self._pinned[i])
 
+    # --- tearing and strain limiting (the kernels are in tearing.py) ----------------------
+    @property
+    def break_strain(self) -> np.ndarray:
+        """(m,) strain (l - L) / L past which each spring breaks at the end of a step
+        (inf, the default: unbreakable). A copy; assign a scalar or (m,) values > 0."""
+        return self._tearing.break_strain.copy()
+
+    @break_strain.setter
+    def break_strain(self, value: Any) -> None:
+        self._tearing.set_break_strain(value)
+
+    @property
+    def broken(self) -> np.ndarray:
+        """(m,) bool: springs broken so far (a live read-only view; reset() mends them).
+        A broken spring has stiffness and damping 0, so it exerts no force."""
+        view = self._tearing.broken.view()
+        view.flags.writeable = False
+        return view
+
+    def break_springs(self, indices: Any) -> int:
+        """Break the springs at ``indices`` now; returns how many were intact."""
+        fresh = self._tearing.break_indices(indices)
+        if fresh:
+            self._write_broken()
+        return fresh
+
+    @property
+    def max_stretch(self) -> float | None:
+        """Strain limit (0.1 = 10 %): after each step, springs stretched past it are
+        shortened back (Provot); None (the default) = off."""
+        return self._max_stretch
+
+    @max_stretch.setter
+    def max_stretch(self, value: float | None) -> None:
+        self._max_stretch = tearing.stretch_limit(value)
+
+    def _write_broken(self) -> None:
+        """Broken springs to stiffness and damping 0 (user values kept), integrators told."""
+        self._tearing.write(self._params)
+        self._changed(Changed.STIFFNESS | Changed.DAMPING)
+
+    def _tear_and_limit(self, dt: float) -> None:
+        """The end-of-step tearing check, then the strain limit (order: tearing.py)."""
+        model = self._model
+        if self._tearing.breakable and self._tearing.check(
+                self._x, model.spring_a, model.spring_b, self._params.rest_lengths):
+            self._write_broken()
+        if self._max_stretch is not None:
+            tearing.limit_stretch(self._x, self._v, model.spring_a, model.spring_b,
+                                  self._params.rest_lengths, self._params.inv_mass,
+                                  self._fixed, self._tearing.broken, self._max_stretch, dt,
+                                  tearing.MAX_STRETCH_PASSES, tearing.STRETCH_TOLERANCE)
+
     # --- diagnostics -------------------------------------------------------------------------
     def forces(self) -> np.ndarray:
         """(n, 3) spring + damping forces at the current state, N (no gravity, no
@@ -631,15 +692,17 @@ class Simulation:
         return (self._params.mass[:, None] * self._v).sum(axis=0, dtype=np.float64)
 
     def spring_strain(self, out: np.ndarray | None = None) -> np.ndarray:
-        """(m,) signed strain (l - L) / L per spring: > 0 stretched, < 0 compressed."""
+        """(m,) signed strain (l - L) / L per spring: > 0 stretched, < 0 compressed, 0 for
+        a broken spring."""
         if out is None:
             out = np.empty(self.n_springs, self.dtype)
         spring_strain(self._x, self._model.spring_a, self._model.spring_b,
                       self._params.rest_lengths, out)
+        tearing.zero_broken(out, self._tearing.broken)
         return out
 
     def max_strain(self) -> float:
-        """Largest |strain| over all springs (0 without springs)."""
+        """Largest |strain| over the intact springs (0 without springs)."""
         if self.n_springs == 0:
             return 0.0
         return float(np.abs(self.spring_strain(self._strain)).max())
