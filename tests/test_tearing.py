@@ -163,3 +163,43 @@ def test_a_limited_spring_still_breaks_when_a_grab_pulls_it_past_its_break_strai
     sim.step(60)
     assert sim.broken.any()
     assert sim.spring_strain()[~sim.broken].max() <= 0.1 + 1e-3
+
+
+def test_drawn_surface_of_a_half_torn_cloth_loses_the_triangles_along_the_tear():
+    from ropesim.render.camera import OrbitCamera
+    from ropesim.render.offscreen import create_headless_context, render_frame
+    from ropesim.render.renderer import Renderer, RenderOptions
+
+    ctx = create_headless_context()
+    cloth = rs.cloth(24, 24, 0.05, pins="top-edge")
+    sim = rs.Simulation(cloth, dt=1e-3)
+    renderer = Renderer(ctx, sim)
+    cam = OrbitCamera()
+    cam.frame(sim.positions, aspect=4 / 3)
+    opts = RenderOptions(show_grid=False, show_axes=False)
+    background = np.round(np.asarray(opts.background[:3]) * 255).astype(int)
+
+    def covered():
+        img = render_frame(ctx, renderer, cam, 320, 240, opts)
+        return (np.abs(img.astype(int) - background).max(axis=-1) > 6).mean()
+
+    whole = covered()
+    assert renderer.n_triangles_drawn == len(cloth.triangles)
+    # tear the lower half along the middle column: every spring crossing x = middle there
+    x, y = sim.positions[:, 0], sim.positions[:, 1]
+    a, b = cloth.springs[:, 0], cloth.springs[:, 1]
+    middle = 0.5 * (x.min() + x.max()) + 0.01
+    low = 0.5 * (y.min() + y.max())
+    tear = np.flatnonzero(((x[a] - middle) * (x[b] - middle) < 0) & (y[a] < low) & (y[b] < low))
+    sim.break_springs(tear)
+    torn_pairs = {frozenset(p) for p in cloth.springs[tear].tolist()}
+    intact = [t for t in cloth.triangles.tolist()
+              if not any(frozenset((t[e], t[(e + 1) % 3])) in torn_pairs for e in range(3))]
+    torn = covered()
+    assert renderer.n_triangles_drawn == len(intact) < len(cloth.triangles)
+    assert torn < whole  # the hole shows the background
+    sim.reset()
+    assert covered() == pytest.approx(whole)
+    assert renderer.n_triangles_drawn == len(cloth.triangles)
+    renderer.release()
+    ctx.release()
