@@ -157,6 +157,7 @@ class Simulation:
         self._warned_dt = False
         self._tearing = tearing.Tearing(self._params)
         self._max_stretch: float | None = None
+        self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
 
         self.dt = dt
         self.gravity = gravity
@@ -639,10 +640,11 @@ class Simulation:
                 self._x, model.spring_a, model.spring_b, self._params.rest_lengths):
             self._write_broken()
         if self._max_stretch is not None:
-            tearing.limit_stretch(self._x, self._v, model.spring_a, model.spring_b,
-                                  self._params.rest_lengths, self._params.inv_mass,
-                                  self._fixed, self._tearing.broken, self._max_stretch, dt,
-                                  tearing.MAX_STRETCH_PASSES, tearing.STRETCH_TOLERANCE)
+            self.stretch_passes = tearing.limit_stretch(
+                self._x, self._v, model.spring_a, model.spring_b,
+                self._params.rest_lengths, self._params.inv_mass, self._fixed,
+                self._tearing.broken, self._max_stretch, dt, tearing.MAX_STRETCH_PASSES,
+                tearing.STRETCH_TOLERANCE)
 
     # --- diagnostics -------------------------------------------------------------------------
     def forces(self) -> np.ndarray:
