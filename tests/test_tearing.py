@@ -203,3 +203,25 @@ def test_drawn_surface_of_a_half_torn_cloth_loses_the_triangles_along_the_tear()
     assert renderer.n_triangles_drawn == len(cloth.triangles)
     renderer.release()
     ctx.release()
+
+
+def test_scene_keys_set_break_strain_max_stretch_and_wind(tmp_path):
+    from ropesim.io.scenes import SceneError, scene_from_dict
+
+    data = {"builder": "cloth", "cloth": {"nx": 6, "ny": 6, "pins": "top-edge"},
+            "simulation": {"dt": 0.001, "break_strain": 0.4, "max_stretch": 0.15},
+            "wind": {"velocity": [0.0, 0.0, 5.0], "gust": 0.2, "seed": 7}}
+    scene = scene_from_dict(data, "torn")
+    path = tmp_path / "torn.toml"
+    scene.save(path)
+    sim = rs.load(path).simulation()
+    np.testing.assert_array_equal(sim.break_strain, 0.4)
+    assert sim.max_stretch == 0.15
+    (wind,) = [f for f in sim.force_parts() if isinstance(f, rs.Wind)]
+    assert wind.seed == 7 and wind.gust == 0.2 and wind.velocity.tolist() == [0, 0, 5]
+    plain = scene_from_dict({"builder": "cloth", "simulation": {"dt": 0.001}}, "plain").simulation()
+    assert np.all(np.isinf(plain.break_strain)) and plain.max_stretch is None
+    with pytest.raises(SceneError, match="break_strain"):
+        scene_from_dict({**data, "simulation": {"break_strain": -1.0}}, "bad")
+    with pytest.raises(SceneError, match="wind.*velocity|velocity"):
+        scene_from_dict({**data, "wind": {"gust": 0.1}}, "bad")
