@@ -607,9 +607,7 @@ class Simulation:
     def broken(self) -> np.ndarray:
         """(m,) bool: springs broken so far (a live read-only view; reset() mends them).
         A broken spring has stiffness and damping 0, so it exerts no force."""
-        view = self._tearing.broken.view()
-        view.flags.writeable = False
-        return view
+        return _read_only(self._tearing.broken)
 
     def break_springs(self, indices: Any) -> int:
         """Break the springs at ``indices`` now; returns how many were intact."""

@@ -112,15 +112,15 @@ SIMULATION_FIELDS = {
 #: simulation keys that are Simulation properties, not constructor arguments
 _SIMULATION_PROPERTIES = ("break_strain", "max_stretch")
 _NON_NEGATIVE = "a number >= 0"
-WIND_FIELDS = {  # ropesim.engine.forces.wind.Wind
+WIND_FIELDS = {  # rs.Wind's arguments; absent keys take Wind's defaults
     "velocity": _Field(_VEC3, default=REQUIRED),
-    "density": _Field(float, lambda v: v >= 0, "a density >= 0 kg/m^3", 1.2),
-    "drag": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (C_d)", 1.2),
-    "lift": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (C_l)", 0.1),
-    "gust": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (relative RMS)", 0.0),
-    "gust_frequency": _Field(float, lambda v: v >= 0, "a frequency >= 0 Hz", 0.5),
-    "seed": _Field(int, None, "", 0),
-    "thickness": _Field(float, lambda v: v >= 0, "a diameter >= 0 m", 0.01),
+    "density": _Field(float, lambda v: v >= 0, "a density >= 0 kg/m^3"),
+    "drag": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (C_d)"),
+    "lift": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (C_l)"),
+    "gust": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (relative RMS)"),
+    "gust_frequency": _Field(float, lambda v: v >= 0, "a frequency >= 0 Hz"),
+    "seed": _Field(int),
+    "thickness": _Field(float, lambda v: v >= 0, "a diameter >= 0 m"),
 }
 _FRICTION_ALLOWED = f"a friction coefficient from 0 to {MAX_FRICTION:g}"
 GROUND_FIELDS = {
