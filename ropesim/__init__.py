@@ -10,7 +10,7 @@ A numba engine you can script without a window, and a moderngl viewer on top of 
 
 from .engine.builders import BUILDERS, cloth, explicit, random_network, ring, rope, star, triangle
 from .engine.contacts import Ground, Sphere
-from .engine.forces import DEFAULT_FORCES, Drag, Force, Gravity, SpringForces
+from .engine.forces import DEFAULT_FORCES, Drag, Force, Gravity, SpringForces, Wind
 from .engine.integrators import (
     DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, register_integrator,
 )
@@ -31,7 +31,7 @@ __version__ = _version("ropesim")  # from pyproject.toml, one place
 __all__ = [
     "SpringSystem", "concatenate", "Simulation", "SimulationDiverged", "INTEGRATORS",
     "DEFAULT_INTEGRATOR", "SolverStats", "Integrator", "register_integrator", "Force",
-    "SpringForces", "Gravity", "Drag", "DEFAULT_FORCES", "State", "Params", "Changed",
+    "SpringForces", "Gravity", "Drag", "Wind", "DEFAULT_FORCES", "State", "Params", "Changed",
     "Ground", "Sphere",
     "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",

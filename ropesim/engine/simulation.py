@@ -51,7 +51,7 @@ import numpy as np
 
 from . import impulses
 from .contacts import Contact, Ground, Sphere, pack_contacts, project_contacts
-from .forces import DEFAULT_FORCES, Force, SpringForces, spring_strain
+from .forces import DEFAULT_FORCES, Force, SpringForces, Wind, spring_strain
 from .health import (
     CHECK_EVERY, CHECKPOINT_EVERY, CONFIRM_STEPS, RING_SIZE, Advice, CheckpointRing,
     HealthCheck, advise,
@@ -63,6 +63,7 @@ from .model import (
     spring_coefficients,
 )
 from .state import Changed, Model, Params, State, kinetic_energy
+from . import tearing
 
 #: most steps one ``step(n)`` call takes (call again to go on)
 MAX_STEPS_PER_CALL = 10**9
@@ -229,6 +230,9 @@ class Simulation:
         self._summarised = False
         self._summary = np.zeros(3)
         self._scan = np.zeros(3)
+        self._tearing = tearing.Tearing(self._params)
+        self._max_stretch: float | None = None
+        self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
 
         self.dt = dt
         self.gravity = gravity
@@ -524,12 +528,14 @@ class Simulation:
 
     def set_stiffness(self, value: Any) -> None:
         """Set every spring's stiffness (scalar or (m,) N/m), keeping the state."""
-        self._params.stiffness[:] = self._spring_values(value, "stiffness", "N/m")
+        self._tearing.stiffness[:] = self._spring_values(value, "stiffness", "N/m")
+        self._tearing.write(self._params)  # broken springs stay at 0
         self._changed(Changed.STIFFNESS)
 
     def set_damping(self, value: Any) -> None:
         """Set every spring's damping (scalar or (m,) N*s/m), keeping the state."""
-        self._params.damping[:] = self._spring_values(value, "damping", "N*s/m")
+        self._tearing.damping[:] = self._spring_values(value, "damping", "N*s/m")
+        self._tearing.write(self._params)  # broken springs stay at 0
         self._changed(Changed.DAMPING)
 
     def set_rest_lengths(self, value: Any) -> None:
@@ -570,6 +576,9 @@ class Simulation:
             raise ValueError(f"force: {force!r} is a default part of another simulation; "
                              "allowed: a new Force, or this simulation's removed gravity/drag")
         else:
+            if isinstance(force, Wind):  # wind acts on this system's triangles or springs
+                force.bind(self.system.triangles, self._model.spring_a, self._model.spring_b,
+                           self.planar)
             self._model.forces.append(force)
         self._changed(Changed.FORCES)
         return force
@@ -651,6 +660,7 @@ class Simulation:
         max_speed_sq = self._integrator.step(self._state, dt)
         if self._grabbed is not None:
             self._move_grabbed(dt)
+        self._tear_and_limit(dt)
         if self._contacts:
             project_contacts(self._x, self._v, self._fixed, self._grounds, self._spheres,
                              self.planar)
@@ -701,6 +711,8 @@ class Simulation:
         self._state.time, self._state.step_count = 0.0, 0
         for integrator in self._integrators.values():
             integrator.stats = SolverStats()
+        if self._tearing.restore():
+            self._write_broken()
         self._ring.clear()
         self._ring.save(self._x, self._v, 0.0, 0)
         self._summarised = False
@@ -813,6 +825,58 @@ class Simulation:
             self.pin(i)
         return bool(self._pinned[i])
 
+    # --- tearing and strain limiting (the kernels are in tearing.py) ----------------------
+    @property
+    def break_strain(self) -> np.ndarray:
+        """(m,) strain (l - L) / L past which each spring breaks at the end of a step
+        (inf, the default: unbreakable). A copy; assign a scalar or (m,) values > 0."""
+        return self._tearing.break_strain.copy()
+
+    @break_strain.setter
+    def break_strain(self, value: Any) -> None:
+        self._tearing.set_break_strain(value)
+
+    @property
+    def broken(self) -> np.ndarray:
+        """(m,) bool: springs broken so far (a live read-only view; reset() mends them).
+        A broken spring has stiffness and damping 0, so it exerts no force."""
+        return _read_only(self._tearing.broken)
+
+    def break_springs(self, indices: Any) -> int:
+        """Break the springs at ``indices`` now; returns how many were intact."""
+        fresh = self._tearing.break_indices(indices)
+        if fresh:
+            self._write_broken()
+        return fresh
+
+    @property
+    def max_stretch(self) -> float | None:
+        """Strain limit (0.1 = 10 %): after each step, springs stretched past it are
+        shortened back (Provot); None (the default) = off."""
+        return self._max_stretch
+
+    @max_stretch.setter
+    def max_stretch(self, value: float | None) -> None:
+        self._max_stretch = tearing.stretch_limit(value)
+
+    def _write_broken(self) -> None:
+        """Broken springs to stiffness and damping 0 (user values kept), integrators told."""
+        self._tearing.write(self._params)
+        self._changed(Changed.STIFFNESS | Changed.DAMPING)
+
+    def _tear_and_limit(self, dt: float) -> None:
+        """The end-of-step tearing check, then the strain limit (order: tearing.py)."""
+        model = self._model
+        if self._tearing.breakable and self._tearing.check(
+                self._x, model.spring_a, model.spring_b, self._params.rest_lengths):
+            self._write_broken()
+        if self._max_stretch is not None:
+            self.stretch_passes = tearing.limit_stretch(
+                self._x, self._v, model.spring_a, model.spring_b,
+                self._params.rest_lengths, self._params.inv_mass, self._fixed,
+                self._tearing.broken, self._max_stretch, dt, tearing.MAX_STRETCH_PASSES,
+                tearing.STRETCH_TOLERANCE)
+
     # --- diagnostics -------------------------------------------------------------------------
     def forces(self) -> np.ndarray:
         """(n, 3) spring + damping forces at the current state, N (no gravity, no
@@ -861,15 +925,17 @@ class Simulation:
         return (self._params.mass[:, None] * self._v).sum(axis=0, dtype=np.float64)
 
     def spring_strain(self, out: np.ndarray | None = None) -> np.ndarray:
-        """(m,) signed strain (l - L) / L per spring: > 0 stretched, < 0 compressed."""
+        """(m,) signed strain (l - L) / L per spring: > 0 stretched, < 0 compressed, 0 for
+        a broken spring."""
         if out is None:
             out = np.empty(self.n_springs, self.dtype)
         spring_strain(self._x, self._model.spring_a, self._model.spring_b,
                       self._params.rest_lengths, out)
+        tearing.zero_broken(out, self._tearing.broken)
         return out
 
     def max_strain(self) -> float:
-        """Largest |strain| over all springs (0 without springs)."""
+        """Largest |strain| over the intact springs (0 without springs)."""
         if self.n_springs == 0:
             return 0.0
         return float(np.abs(self.spring_strain(self._strain)).max())

@@ -105,6 +105,22 @@ SIMULATION_FIELDS = {
     "substeps": _Field(
         int, lambda v: 1 <= v <= MAX_SUBSTEPS, f"an integer from 1 to {MAX_SUBSTEPS}", 1
     ),
+    # set on the Simulation after it is made (Scene.simulation); absent = off
+    "break_strain": _Field(float, lambda v: v > 0, "a strain > 0 (absent: unbreakable)"),
+    "max_stretch": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a strain > 0 (0.1 = 10 %)"),
+}
+#: simulation keys that are Simulation properties, not constructor arguments
+_SIMULATION_PROPERTIES = ("break_strain", "max_stretch")
+_NON_NEGATIVE = "a number >= 0"
+WIND_FIELDS = {  # rs.Wind's arguments; absent keys take Wind's defaults
+    "velocity": _Field(_VEC3, default=REQUIRED),
+    "density": _Field(float, lambda v: v >= 0, "a density >= 0 kg/m^3"),
+    "drag": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (C_d)"),
+    "lift": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (C_l)"),
+    "gust": _Field(float, lambda v: v >= 0, _NON_NEGATIVE + " (relative RMS)"),
+    "gust_frequency": _Field(float, lambda v: v >= 0, "a frequency >= 0 Hz"),
+    "seed": _Field(int),
+    "thickness": _Field(float, lambda v: v >= 0, "a diameter >= 0 m"),
 }
 _FRICTION_ALLOWED = f"a friction coefficient from 0 to {MAX_FRICTION:g}"
 GROUND_FIELDS = {
@@ -124,7 +140,8 @@ CAMERA_FIELDS = {
     "fov_y": _Field(float, lambda v: 0 < v < 180, "a field of view between 0 and 180 deg"),
 }
 _TOP_LEVEL = (
-    "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera"
+    "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera",
+    "wind",
 )
 
 
@@ -292,7 +309,9 @@ class Scene:
     """A validated scene: which builder with which parameters, and how to simulate it.
 
     ``settings`` holds dt (s), gravity (m/s^2), integrator, drag (1/s) and substeps
-    (simulation steps per rendered frame). ``ground`` (height m, friction) is optional;
+    (simulation steps per rendered frame), and optionally break_strain and max_stretch
+    (strains; set on the Simulation). ``wind`` is the optional [wind] table (rs.Wind's
+    arguments). ``ground`` (height m, friction) is optional;
     ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
     ``max_particles`` is the size limit the scene was checked against.
     """
@@ -306,6 +325,7 @@ class Scene:
     spheres: list[dict] = field(default_factory=list)
     camera: dict = field(default_factory=dict)
     source: Path | None = None
+    wind: dict | None = None
     max_particles: int = MAX_PARTICLES
 
     def build(self) -> SpringSystem:
@@ -326,9 +346,17 @@ class Scene:
         keyword arguments replace any of them (e.g. ``integrator="verlet"``)."""
         from ropesim.engine.simulation import Simulation
 
+        from ropesim.engine.forces.wind import Wind
+
         kwargs: dict[str, Any] = {**copy.deepcopy(self.settings), "contacts": self.contacts()}
         kwargs.update(overrides)
-        return Simulation(self.build(), **kwargs)
+        properties = {k: kwargs.pop(k) for k in _SIMULATION_PROPERTIES if k in kwargs}
+        sim = Simulation(self.build(), **kwargs)
+        for key, value in properties.items():
+            setattr(sim, key, value)
+        if self.wind is not None:
+            sim.add_force(Wind(**self.wind))
+        return sim
 
     def with_overrides(self, overrides: dict[str, object]) -> "Scene":
         """A new, validated scene with some values replaced.
@@ -351,7 +379,7 @@ class Scene:
     def _override_target(self, key: str) -> tuple[str | None, str]:
         """(section, key) an override changes; section None for the top-level
         ``max_particles``."""
-        sections = (self.builder, "simulation", "ground", "camera")
+        sections = (self.builder, "simulation", "ground", "camera", "wind")
         if key == "max_particles":
             return None, key
         if not isinstance(key, str):
@@ -387,6 +415,8 @@ class Scene:
             data["spheres"] = [dict(s) for s in self.spheres]
         if self.camera:
             data["camera"] = dict(self.camera)
+        if self.wind is not None:
+            data["wind"] = dict(self.wind)
         return copy.deepcopy(data)
 
     def save(self, path: str | Path) -> None:
@@ -484,6 +514,8 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         spheres=[_fixed_section(where, "spheres", s, SPHERE_FIELDS) for s in spheres],
         camera=_fixed_section(where, "camera", data.get("camera", {}), CAMERA_FIELDS),
         source=source,
+        wind=(_fixed_section(where, "wind", data["wind"], WIND_FIELDS)
+              if "wind" in data else None),
         max_particles=max_particles,
     )
     try:

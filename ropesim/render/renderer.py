@@ -41,6 +41,7 @@ from typing import Any, Iterable, Sequence
 import moderngl
 import numpy as np
 
+from ..engine.tearing import intact_triangles, triangle_edge_springs
 from ..io.paths import shader_dir
 from .offscreen import FrameGrabber, clamp_samples
 from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowMap, fit_light
@@ -386,7 +387,8 @@ class Renderer:
 
     Attributes set per scene: ``spacing`` (m), ``particle_radius`` (m),
     ``tube_radius`` (m, :data:`~ropesim.render.tube.TUBE_RADIUS_SHARE` x spacing),
-    ``extent`` (m), ``has_surface``; per draw: ``lod_stride`` (rows and columns
+    ``extent`` (m), ``has_surface``, ``n_triangles_drawn`` (the cloth's triangles
+    without a broken spring along an edge); per draw: ``lod_stride`` (rows and columns
     per drawn cloth cell) and ``shadow_stride`` (the same for the shadow).
     """
 
@@ -527,6 +529,7 @@ class Renderer:
         self._triangles = None
         self._normals = None
         self._vbo_normals = self._ibo_tris = self._vao_surface = None
+        self.n_triangles_drawn = 0
         self._lod: dict[int, tuple[moderngl.VertexArray, moderngl.VertexArray] | None] = {}
         if tris is not None and len(tris):
             self._triangles = np.ascontiguousarray(tris, dtype=np.int64).reshape(-1, 3)
@@ -535,6 +538,12 @@ class Renderer:
             uv, self._stripe = fabric_uv(system, self.spacing)
             self._vbo_uv = ctx.buffer(uv.tobytes())
             self._ibo_tris = ctx.buffer(self._triangles.astype(np.uint32).tobytes())
+            # a torn cloth draws only its intact triangles: the first n_triangles_drawn rows
+            self._edge_springs = triangle_edge_springs(self._triangles, springs[:, 0],
+                                                       springs[:, 1], n)
+            self._drawn = self._triangles.astype(np.uint32)
+            self.n_triangles_drawn = len(self._drawn)
+            self._n_broken_drawn = 0
             self._vao_surface, self._vao_surface_depth = self._surface_vaos(self._ibo_tris)
             self._lod[1] = (self._vao_surface, self._vao_surface_depth)
             self._scene += [self._vao_surface, self._vao_surface_depth, self._vbo_normals,
@@ -567,6 +576,8 @@ class Renderer:
     def _lod_vaos(self, stride: int) -> tuple[moderngl.VertexArray, moderngl.VertexArray]:
         """The cloth's vertex arrays over every ``stride``-th grid row and column
         (built on first use; the full mesh where the grid does not allow it)."""
+        if self.n_triangles_drawn < len(self._triangles):
+            return self._lod[1]  # torn: the coarser grids would cover the holes
         if stride not in self._lod:
             tris = None
             if self._grid_shape is not None:
@@ -675,8 +686,24 @@ class Renderer:
             self._vbo_pos.write(self._pos32)
         self._texture_current = False
         if self._triangles is not None:
-            vertex_normals(pos, self._triangles, self._normals)
+            self._drop_torn_triangles(sim)
+            vertex_normals(pos, self._drawn[:self.n_triangles_drawn], self._normals)
             self._vbo_normals.write(self._normals)
+
+    def _drop_torn_triangles(self, sim: Any) -> None:
+        """Draw only the triangles with no broken spring along an edge (``sim.broken``;
+        re-uploaded when the number of broken springs changes)."""
+        broken = getattr(sim, "broken", None)
+        n_broken = 0 if broken is None else int(np.count_nonzero(broken))
+        if n_broken == self._n_broken_drawn:
+            return
+        self._n_broken_drawn = n_broken
+        count = intact_triangles(self._triangles, self._edge_springs, broken, self._drawn)
+        self.n_triangles_drawn = count
+        if count:
+            self._ibo_tris.write(self._drawn[:count])
+        for vao in self._lod[1]:
+            vao.vertices = 3 * count
 
     def _upload_position_texture(self) -> None:
         """Copy the positions into the texture the spring shaders read

@@ -12,6 +12,7 @@ from ..kernels.particles import MIN_LENGTH
 from .base import Force
 from .drag import Drag
 from .gravity import Gravity, gravity_energy
+from .wind import Wind
 from .springs import (
     SpringForces, add_spring_forces, spring_energy, spring_forces, spring_strain,
     stiffness_blocks, system_diagonal, system_product,
@@ -21,7 +22,7 @@ from .springs import (
 DEFAULT_FORCES = (SpringForces, Gravity, Drag)
 
 __all__ = [
-    "Force", "SpringForces", "Gravity", "Drag", "DEFAULT_FORCES", "MIN_LENGTH",
+    "Force", "SpringForces", "Gravity", "Drag", "Wind", "DEFAULT_FORCES", "MIN_LENGTH",
     "add_spring_forces",
     "spring_forces", "spring_energy", "spring_strain", "stiffness_blocks", "system_product",
     "system_diagonal", "gravity_energy",
