@@ -174,6 +174,43 @@ def test_live_setters_reject_by_name_or_keep_simulating(target, value):
     assert_steps_finitely(sim)
 
 
+#: Simulation keyword arguments and settable attributes (issue 10: every constructor
+#: argument and settable attribute is validated where it enters)
+SIMULATION_ARGUMENTS = [name for name in inspect.signature(rs.Simulation).parameters
+                        if name != "system"]
+SIMULATION_ATTRIBUTES = ["dt", "gravity", "drag", "integrator", "substeps", "contacts",
+                         "max_speed", "grab_follow_time", "cg_tolerance", "cg_max_iterations",
+                         "break_strain", "max_stretch"]
+
+
+@PROPERTY
+@given(argument=st.sampled_from(SIMULATION_ARGUMENTS), value=VALUES)
+def test_any_simulation_argument_is_rejected_by_name_or_simulates_finitely(argument, value):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a dt past the stable step warns
+        try:
+            sim = rs.Simulation(rs.rope(4, 1.0), **{argument: value})
+        except Exception as error:  # noqa: BLE001
+            assert_rejected_naming(error, argument)
+            return
+        assert_steps_finitely(sim)
+
+
+@PROPERTY
+@given(attribute=st.sampled_from(SIMULATION_ATTRIBUTES), value=VALUES)
+def test_any_settable_simulation_attribute_is_rejected_by_name_or_keeps_simulating(
+        attribute, value):
+    sim = rs.Simulation(rs.rope(4, 1.0), dt=0.001)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            setattr(sim, attribute, value)
+        except Exception as error:  # noqa: BLE001
+            assert_rejected_naming(error, attribute)
+            return
+        assert_steps_finitely(sim)
+
+
 # --- scene keys -----------------------------------------------------------------------------
 #: A small scene per builder; every example replaces one key of it.
 SCENE_BASES = {
