@@ -239,7 +239,7 @@ def vbd_end(x, v, x_t, fixed, h, damp):
             continue
         for d in range(3):
             v[i, d] = (x[i, d] - x_t[i, d]) / h * damp
-        max_sq, bad = track_speed(v, i, max_sq, bad, 0.0)
+        max_sq, bad = track_speed(x, v, i, max_sq, bad, 0.0)
     return speed_result(max_sq, bad)
 
 

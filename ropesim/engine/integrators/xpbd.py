@@ -117,7 +117,7 @@ def _finish(x, v, x_prev, fixed, h, damp, lo, hi):
         for d in range(3):
             predicted = x_prev[i, d] + h * v[i, d]
             v[i, d] = (v[i, d] + (x[i, d] - predicted) / h) * damp
-        max_sq, bad = track_speed(v, i, max_sq, bad, 0.0)
+        max_sq, bad = track_speed(x, v, i, max_sq, bad, 0.0)
     return max_sq, bad
 
 
