@@ -290,3 +290,30 @@ def test_a_ctrl_c_in_the_middle_of_the_final_write_does_not_lose_the_files(
     assert traj.steps_done == (60 if stop_at_call else 100)
     assert f"# completed: {traj.completed}" in (tmp_path / "p.csv").read_text()
     assert sorted(entry.name for entry in tmp_path.iterdir()) == ["p.csv", "p.npz"]
+
+
+def test_a_stop_signal_during_a_numba_compile_waits_for_the_compiler_lock():
+    """An exception raised while numba holds its compiler lock can land in an llvmlite
+    ctypes callback and crash the process (seen as exit -11 on a cold kernel cache), so
+    the stop request is raised only once the lock is released."""
+    import signal as signals
+
+    from numba.core.compiler_lock import global_compiler_lock
+
+    from ropesim.io.interrupts import Interrupted, stop_on_signals
+
+    reached_release = False
+    with pytest.raises(Interrupted) as stopped:
+        with stop_on_signals() as requests:
+            global_compiler_lock.acquire()
+            try:
+                signals.raise_signal(signals.SIGTERM)
+                for _ in range(1000):  # the handler has run by now: it must not have raised
+                    pass
+                assert requests.first is None
+                reached_release = True
+            finally:
+                global_compiler_lock.release()
+            for _ in range(1000):
+                pass
+    assert reached_release and stopped.value.cause == "SIGTERM"

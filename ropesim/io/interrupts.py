@@ -102,17 +102,66 @@ def stop_on_signals() -> Iterator[StopRequests]:
         yield requests
         return
 
+    pending: list[int] = []  # arrived while numba held its compiler lock
+
     def request_stop(signal_number: int, frame: object) -> None:
+        if requests.first is None and _numba_compiling():
+            pending.append(signal_number)  # raised when the lock is released (below)
+            return
         if requests.first is None:
             requests.first = signal_number
             raise Interrupted(signal_number)
         requests.later.append(signal_number)
 
+    release = _DeliverAfterCompile(pending)
     previous = _install(request_stop)
+    release.register()
     try:
         yield requests
     finally:
+        release.unregister()
         _restore(previous)
+
+
+def _numba_compiling() -> bool:
+    """Whether numba's compiler lock is held (a kernel is being compiled or loaded from the
+    cache). An exception raised there can land inside an llvmlite ctypes callback, which
+    crashes the process, so a stop request waits until the lock is released."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return False
+    return global_compiler_lock.is_locked()
+
+
+class _DeliverAfterCompile:
+    """Re-sends the first stop signal that arrived during a compile once numba releases
+    its compiler lock (the lock's "numba:compiler_lock" event ends at the release)."""
+
+    def __init__(self, pending: list[int]):
+        from numba.core import event
+
+        self._event = event
+        self.pending = pending
+        outer = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev: object) -> None:
+                pass
+
+            def on_end(self, ev: object) -> None:
+                if outer.pending and not _numba_compiling():
+                    first = outer.pending[0]
+                    outer.pending.clear()
+                    signal.raise_signal(first)
+
+        self.listener = _Listener()
+
+    def register(self) -> None:
+        self._event.register("numba:compiler_lock", self.listener)
+
+    def unregister(self) -> None:
+        self._event.unregister("numba:compiler_lock", self.listener)
 
 
 def ignore_stop_signals() -> None:
