@@ -121,6 +121,8 @@ def _positive(value: Any, name: str, unit: str) -> float:
 
 def _count(value: Any, name: str, minimum: int, maximum: int) -> int:
     """An integer (an int, or a float with an integer value) in minimum..maximum."""
+    if type(value) is int and minimum <= value <= maximum:  # the common case, on every step
+        return value
     allowed = f"an integer in {minimum}..{maximum:g}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
         raise TypeError(f"{name}: expected {allowed}, got {show(value)}")
