@@ -33,11 +33,14 @@ Units: m, s, kg, J, m/s.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from . import parallel
 
 from .forces import spring_forces
 
@@ -56,9 +59,9 @@ FLOOR_CROSSING_TIME = 10.0
 #: its own; half a metre per step is past any real motion at the time steps used)
 MIN_SIZE = 1.0
 
-#: steps between health checks in the step loop. One check costs 0.9-1.2 symplectic
-#: Euler steps of the 64 x 64 and 128 x 128 cloths, so every 64 steps it costs ~2 %;
-#: the step itself reports a non-finite state or a speed above max_speed every step
+#: steps between health checks in the step loop: a check reads every particle and
+#: spring once (about the work of one step), so it adds a percent or two; the step
+#: itself reports a non-finite state or a speed above max_speed every step
 CHECK_EVERY = 64
 #: steps between checkpoints (a multiple of CHECK_EVERY: each is taken right after a
 #: check that passed)
@@ -74,14 +77,21 @@ RING_SIZE = 4
 ALWAYS_UNSTABLE = frozenset({"explicit_euler"})
 
 # slots of the scans' output array
-_KINETIC, _GRAVITY, _ELASTIC, _SPEED_SQ, _FASTEST, _OVERSTRETCHED, _NONFINITE = range(7)
-_SCAN_SLOTS = 7
+_KINETIC, _GRAVITY, _ELASTIC, _SPEED_SQ, _FASTEST, _STRETCH, _STRETCHED, _NONFINITE = range(8)
+_SCAN_SLOTS = 8
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _scan_particles(x, v, mass, gravity, out):
-    """Kinetic and gravity energy (J), the fastest particle (squared speed, index) and
-    the first non-finite particle (-1 if none) into out. Accumulates in float64."""
+#: the scans sum in this many fixed chunks, combined in order: the serial and the
+#: parallel version give bit-identical results whatever the thread count
+SCAN_CHUNKS = 64
+#: springs from which the parallel version of the scans is considered (parallel.Chooser)
+PARALLEL_MIN_SPRINGS = 20_000
+
+
+@njit(cache=True, inline="always", error_model="numpy", boundscheck=False)
+def _scan_particle_chunk(x, v, mass, gravity, lo, hi, part):
+    """Kinetic and gravity energy (J, float64), the fastest particle and the first
+    non-finite one (-1 if none) of particles lo..hi-1 into part (one row)."""
     inf = np.inf
     kinetic = 0.0
     potential = 0.0
@@ -91,7 +101,7 @@ def _scan_particles(x, v, mass, gravity, out):
     gx = gravity[0]
     gy = gravity[1]
     gz = gravity[2]
-    for i in range(x.shape[0]):
+    for i in range(lo, hi):
         x0 = np.float64(x[i, 0])
         x1 = np.float64(x[i, 1])
         x2 = np.float64(x[i, 2])
@@ -109,33 +119,90 @@ def _scan_particles(x, v, mass, gravity, out):
         if sq > fastest_sq:
             fastest_sq = sq
             fastest = i
-    out[_KINETIC] = kinetic
-    out[_GRAVITY] = potential
-    out[_SPEED_SQ] = fastest_sq
-    out[_FASTEST] = fastest
-    out[_NONFINITE] = nonfinite
+    part[_KINETIC] = kinetic
+    part[_GRAVITY] = potential
+    part[_SPEED_SQ] = fastest_sq
+    part[_FASTEST] = fastest
+    part[_NONFINITE] = nonfinite
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False,
+@njit(cache=True, inline="always", error_model="numpy", boundscheck=False,
       fastmath={"nsz", "arcp", "contract", "reassoc"})
-def _scan_springs(x, spring_a, spring_b, rest, k, stretch_limit, out):
-    """Elastic energy (J) and the last spring longer than stretch_limit x its rest
-    length (-1 if none) into out. Only called on a finite state."""
+def _scan_spring_chunk(x, spring_a, spring_b, rest, k, lo, hi, part):
+    """Elastic energy (J, float64) of springs lo..hi-1 and the largest length / rest
+    length among them (inf for a stretched spring of rest length 0) with its spring
+    (the first such; -1 if none is longer than 0) into part (one row)."""
     elastic = 0.0
-    overstretched = -1
-    for s in range(spring_a.shape[0]):
+    stretch = 0.0
+    stretched = -1
+    for s in range(lo, hi):
         i = spring_a[s]
         j = spring_b[s]
         dx = np.float64(x[i, 0]) - x[j, 0]
         dy = np.float64(x[i, 1]) - x[j, 1]
         dz = np.float64(x[i, 2]) - x[j, 2]
         length = np.sqrt(dx * dx + dy * dy + dz * dz)
-        stretch = length - rest[s]
-        elastic += 0.5 * k[s] * stretch * stretch
-        if length > stretch_limit * rest[s]:
-            overstretched = s
-    out[_ELASTIC] = elastic
-    out[_OVERSTRETCHED] = overstretched
+        extension = length - rest[s]
+        elastic += 0.5 * k[s] * extension * extension
+        if length > stretch * rest[s]:  # length / rest > stretch, rest = 0 included
+            stretch = length / rest[s] if rest[s] > 0 else np.inf
+            stretched = s
+    part[_ELASTIC] = elastic
+    part[_STRETCH] = stretch
+    part[_STRETCHED] = stretched
+
+
+@njit(cache=True, inline="always")
+def _combine(parts, out):
+    """The chunks' rows in chunk order into out: sums, the fastest particle, the first
+    non-finite particle and the most stretched spring."""
+    out[_KINETIC] = 0.0
+    out[_GRAVITY] = 0.0
+    out[_ELASTIC] = 0.0
+    out[_SPEED_SQ] = -1.0
+    out[_FASTEST] = -1
+    out[_NONFINITE] = -1
+    out[_STRETCH] = 0.0
+    out[_STRETCHED] = -1
+    for c in range(parts.shape[0]):
+        out[_KINETIC] += parts[c, _KINETIC]
+        out[_GRAVITY] += parts[c, _GRAVITY]
+        out[_ELASTIC] += parts[c, _ELASTIC]
+        if parts[c, _SPEED_SQ] > out[_SPEED_SQ]:
+            out[_SPEED_SQ] = parts[c, _SPEED_SQ]
+            out[_FASTEST] = parts[c, _FASTEST]
+        if out[_NONFINITE] < 0 and parts[c, _NONFINITE] >= 0:
+            out[_NONFINITE] = parts[c, _NONFINITE]
+        if parts[c, _STRETCH] > out[_STRETCH]:
+            out[_STRETCH] = parts[c, _STRETCH]
+            out[_STRETCHED] = parts[c, _STRETCHED]
+
+
+@njit(cache=True, inline="always", error_model="numpy", boundscheck=False)
+def _scan_chunk(x, v, mass, gravity, spring_a, spring_b, rest, k, parts, c):
+    """Chunk c of both scans into parts[c] (chunk c of the particles and of the springs)."""
+    chunks = parts.shape[0]
+    n = x.shape[0]
+    m = spring_a.shape[0]
+    _scan_particle_chunk(x, v, mass, gravity, c * n // chunks, (c + 1) * n // chunks, parts[c])
+    _scan_spring_chunk(x, spring_a, spring_b, rest, k, c * m // chunks, (c + 1) * m // chunks,
+                       parts[c])
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def _scan(x, v, mass, gravity, spring_a, spring_b, rest, k, parts, out):
+    """The particle and the spring scan into out, chunk by chunk, serially."""
+    for c in range(parts.shape[0]):
+        _scan_chunk(x, v, mass, gravity, spring_a, spring_b, rest, k, parts, c)
+    _combine(parts, out)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def _scan_parallel(x, v, mass, gravity, spring_a, spring_b, rest, k, parts, out):
+    """_scan with the chunks in parallel: the same result, bit for bit."""
+    for c in prange(parts.shape[0]):
+        _scan_chunk(x, v, mass, gravity, spring_a, spring_b, rest, k, parts, c)
+    _combine(parts, out)
 
 
 class HealthCheck:
@@ -197,6 +264,9 @@ class HealthCheck:
         #: attached forces act: their work is not accounted for)
         self.energy_check = True
         self._out = np.zeros(_SCAN_SLOTS)
+        self._parts = np.zeros((SCAN_CHUNKS, _SCAN_SLOTS))
+        self._chooser = (parallel.Chooser() if spring_a.shape[0] >= PARALLEL_MIN_SPRINGS
+                         else None)
         self._forces = np.zeros((n, 3), positions.dtype)  # spring forces, for the grab
         self._grab_x = np.zeros(3)
         self._grab_start = np.zeros(3)
@@ -234,16 +304,27 @@ class HealthCheck:
         spring_forces(x, v, a, b, rest, k, c, self._forces)
         return self._forces[i].astype(np.float64)
 
+    def _scan(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Both scans of (x, v) into self._out (serial or parallel: the same numbers)."""
+        args = (x, v, self.masses, self.gravity, self.spring_a, self.spring_b,
+                self.rest_lengths, self.stiffness, self._parts, self._out)
+        chooser = self._chooser
+        if chooser is None:
+            _scan(*args)
+            return self._out
+        use_parallel = chooser.parallel() and parallel.threads() > 1
+        start = time.perf_counter()
+        (_scan_parallel if use_parallel else _scan)(*args)
+        chooser.record(use_parallel, start)
+        return self._out
+
     def rebase(self, x: np.ndarray, v: np.ndarray) -> None:
         """Make (x, v) the reference state: the energy and the grab's work count from
         here, and the energy scale and the stretch reference are taken from it. Raises
         ValueError for a non-finite state."""
-        out = self._out
-        _scan_particles(x, v, self.masses, self.gravity, out)
+        out = self._scan(x, v)
         if out[_NONFINITE] >= 0:
             raise ValueError(f"rebase: the state is not finite at particle {int(out[_NONFINITE])}")
-        _scan_springs(x, self.spring_a, self.spring_b, self.rest_lengths, self.stiffness,
-                      np.inf, out)
         total_mass = float(self.masses.sum())
         g = float(np.linalg.norm(self.gravity))
         kinetic, elastic = float(out[_KINETIC]), float(out[_ELASTIC])
@@ -312,8 +393,7 @@ class HealthCheck:
         energy the scene may have, and the stretch limit grows by its reach. Check every
         :data:`CHECK_EVERY` steps, so that the grab's work is followed.
         """
-        out = self._out
-        _scan_particles(x, v, self.masses, self.gravity, out)
+        out = self._scan(x, v)
         bad = int(out[_NONFINITE])
         if bad >= 0:
             return (f"non-finite state: particle {bad} has position {_triple(x[bad])} m and "
@@ -325,10 +405,8 @@ class HealthCheck:
             self._account_grab(x, v, int(grabbed))
             reach = float(np.linalg.norm(self._grab_x - self._grab_start))
             limit *= 1.0 + reach / self.size  # the grab has no force limit
-        _scan_springs(x, self.spring_a, self.spring_b, self.rest_lengths, self.stiffness,
-                      limit, out)
-        s = int(out[_OVERSTRETCHED])
-        if s >= 0:
+        if out[_STRETCH] > limit:
+            s = int(out[_STRETCHED])
             i, j = int(self.spring_a[s]), int(self.spring_b[s])
             length = float(np.linalg.norm(x[i].astype(np.float64) - x[j]))
             rest = float(self.rest_lengths[s])
