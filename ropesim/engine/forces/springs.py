@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..kernels.particles import MIN_LENGTH, add_pair, spring_magnitude, spring_vector
+from ..kernels.particles import (
+    MIN_LENGTH, add_pair, spring_direction, spring_magnitude, spring_vector,
+)
 from ..state import Params, State
 from .base import Force
 
@@ -28,13 +30,9 @@ def add_spring_forces(x, v, spring_a, spring_b, rest, k, c, f):
     for s in range(spring_a.shape[0]):
         i = spring_a[s]
         j = spring_b[s]
-        dx, dy, dz, length = spring_vector(x, i, j)
+        nx, ny, nz, length = spring_direction(x, i, j)
         if length < MIN_LENGTH:
             continue
-        inv = 1.0 / length
-        nx = dx * inv
-        ny = dy * inv
-        nz = dz * inv
         mag = spring_magnitude(v, i, j, nx, ny, nz, length, k[s], c[s], rest[s])
         add_pair(f, i, j, mag * nx, mag * ny, mag * nz)
 
@@ -75,19 +73,15 @@ def stiffness_blocks(x, spring_a, spring_b, rest, k, clamp, blocks, normals):
     blocks[s] = (xx, yy, zz, xy, xz, yz).
     """
     for s in range(spring_a.shape[0]):
-        dx, dy, dz, length = spring_vector(x, spring_a[s], spring_b[s])
+        nx, ny, nz, length = spring_direction(x, spring_a[s], spring_b[s])
+        normals[s, 0] = nx
+        normals[s, 1] = ny
+        normals[s, 2] = nz
         if length < MIN_LENGTH:
             for e in range(6):
                 blocks[s, e] = 0.0
-            normals[s, 0] = 0.0
-            normals[s, 1] = 0.0
-            normals[s, 2] = 0.0
             continue
-        inv = 1.0 / length
-        nx = dx * inv
-        ny = dy * inv
-        nz = dz * inv
-        transverse = 1.0 - rest[s] * inv
+        transverse = 1.0 - rest[s] * (1.0 / length)
         if clamp and transverse < 0.0:
             transverse = 0.0
         axial = 1.0 - transverse
@@ -98,9 +92,6 @@ def stiffness_blocks(x, spring_a, spring_b, rest, k, clamp, blocks, normals):
         blocks[s, 3] = ks * axial * nx * ny
         blocks[s, 4] = ks * axial * nx * nz
         blocks[s, 5] = ks * axial * ny * nz
-        normals[s, 0] = nx
-        normals[s, 1] = ny
-        normals[s, 2] = nz
 
 
 @njit(cache=True)

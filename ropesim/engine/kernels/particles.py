@@ -30,6 +30,17 @@ def spring_vector(x, i, j):
 
 
 @njit(cache=True, inline="always")
+def spring_direction(x, i, j):
+    """(nx, ny, nz, length): the unit vector along x[i] - x[j] and its length, m; the
+    direction is 0 when length < MIN_LENGTH (a spring of no length pulls nowhere)."""
+    dx, dy, dz, length = spring_vector(x, i, j)
+    if length < MIN_LENGTH:
+        return 0.0 * dx, 0.0 * dy, 0.0 * dz, length
+    inv = 1.0 / length
+    return dx * inv, dy * inv, dz * inv, length
+
+
+@njit(cache=True, inline="always")
 def spring_magnitude(v, i, j, nx, ny, nz, length, stiffness, damping, rest):
     """Signed force magnitude along n on particle i, N: -k (l - L) - c (v[i] - v[j]) . n."""
     rel_speed = (v[i, 0] - v[j, 0]) * nx + (v[i, 1] - v[j, 1]) * ny + (v[i, 2] - v[j, 2]) * nz
