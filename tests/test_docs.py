@@ -46,3 +46,29 @@ def test_worked_integrator_example_matches_symplectic_euler():
 @pytest.mark.parametrize("name", ["Force", "Integrator", "register_integrator", "INTEGRATORS"])
 def test_names_the_guide_uses_are_public(name):
     assert name in rs.__all__
+
+
+def _tree_paths() -> set[str]:
+    """The file paths of the guide's module tree (indentation: two spaces a level)."""
+    text = DOC.read_text()
+    tree = text.split("## The tree, one line per module", 1)[1].split("```", 2)[1]
+    paths, parents = set(), []
+    for line in tree.splitlines():
+        if not line.strip():
+            continue
+        name = line.split()[0]
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        parents[depth:] = [name]
+        paths.add("".join(parents))
+    return paths
+
+
+def test_the_tree_names_every_module():
+    root = DOC.parent.parent
+    listed = _tree_paths()
+    modules = sorted(str(p.relative_to(root)) for p in (root / "ropesim").rglob("*.py")
+                     if p.name not in ("__init__.py", "__main__.py"))
+    missing = [m for m in modules if m not in listed]
+    assert not missing, f"docs/architecture.md's tree does not list: {missing}"
+    gone = [p for p in listed if p.endswith(".py") and not (root / p).exists()]
+    assert not gone, f"docs/architecture.md's tree lists modules that do not exist: {gone}"
