@@ -65,6 +65,14 @@ Contact = Ground | Sphere | Box | Capsule | Mesh
 CONTACT_TYPES = (Ground, Sphere, *COLLIDER_TYPES)
 
 
+def collider_frame(collider: Collider) -> tuple[np.ndarray, np.ndarray, float]:
+    """(centre m, rotation matrix, capsule half length m or 0) of a collider at its pose:
+    a capsule's frame takes x to its axis, about its midpoint."""
+    if not isinstance(collider, Capsule):
+        return np.asarray(collider.center, dtype=np.float64), collider.matrix(), 0.0
+    return _capsule_frame(collider)
+
+
 def _capsule_frame(capsule: Capsule) -> tuple[np.ndarray, np.ndarray, float]:
     """(midpoint, rotation taking x to the axis, half length) of a capsule."""
     start, end = np.asarray(capsule.start), np.asarray(capsule.end)
@@ -145,8 +153,8 @@ class ContactSet:
                 rows.append(collider_row(contact))
             else:
                 raise ValueError(
-                    f"contacts: expected Ground, Sphere, Box, Capsule or Mesh objects, got "
-                    f"{type(contact).__name__}"
+                    f"contacts: expected Ground or Sphere obstacles or Box, Capsule or Mesh "
+                    f"colliders, got {type(contact).__name__}"
                 )
         self.grounds = np.array(grounds, dtype=np.float64).reshape(-1, 2)
         self.spheres = np.array(spheres, dtype=np.float64).reshape(-1, 5)
