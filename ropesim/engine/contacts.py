@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .colliders.bvh import STACK_SIZE, build_bvh
+from .colliders.bvh import STACK_SIZE, TRIANGLE_COLUMNS, build_bvh, distance_grid
 from .colliders.kernel import (
     BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, KIND, MESH, MESH_INDEX, P0, POSE_TIME,
     ROTATION, SKIN, SPIN, VELOCITY, project_contacts,
@@ -132,17 +132,21 @@ class ContactSet:
 
     def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any):
         grounds, spheres, rows = [], [], []
-        mesh_rows, boxes, links, triangles = [], [], [], []
-        nodes = tris = 0
+        mesh_rows, boxes, links, triangles, grids, distances = [], [], [], [], [], []
+        nodes = tris = cells = 0
         for contact in contacts:
             if isinstance(contact, Ground):
                 grounds.append((contact.height, contact.friction))
             elif isinstance(contact, Sphere):
                 spheres.append((*contact.center, contact.radius, contact.friction))
             elif isinstance(contact, Mesh):
-                corners = contact.vertices[contact.triangles]
-                b, l, t = build_bvh(corners)
-                mesh_rows.append((nodes, len(b), tris, len(t)))
+                b, l, t = build_bvh(contact.vertices, contact.triangles)
+                info, dist = distance_grid(b, l, t, contact.closed,
+                                           pad=2.0 * max(0.5 * contact.thickness, SKIN))
+                mesh_rows.append((nodes, len(b), tris, len(t), cells))
+                grids.append(info)
+                distances.append(dist)
+                cells += len(dist)
                 boxes.append(b)
                 links.append(l)
                 triangles.append(t)
@@ -159,10 +163,13 @@ class ContactSet:
         self.grounds = np.array(grounds, dtype=np.float64).reshape(-1, 2)
         self.spheres = np.array(spheres, dtype=np.float64).reshape(-1, 5)
         self.colliders = np.array(rows, dtype=np.float64).reshape(-1, COLUMNS)
-        self.meshes = np.array(mesh_rows, dtype=np.int64).reshape(-1, 4)
+        self.meshes = np.array(mesh_rows, dtype=np.int64).reshape(-1, 5)
+        self.grids = np.array(grids, dtype=np.float64).reshape(-1, 8)
+        self.distances = np.concatenate(distances) if distances else np.zeros(0)
         self.boxes = np.concatenate(boxes) if boxes else np.zeros((0, 6))
         self.links = np.concatenate(links) if links else np.zeros((0, 3), dtype=np.int64)
-        self.triangles = np.concatenate(triangles) if triangles else np.zeros((0, 9))
+        self.triangles = (np.concatenate(triangles) if triangles
+                          else np.zeros((0, TRIANGLE_COLUMNS)))
         self.reach = [_reach(c) for c in contacts if isinstance(c, COLLIDER_TYPES)]
         self.swept = len(rows) > 0
         self.x_prev = np.zeros((n_particles if self.swept else 0, 3), dtype=dtype)
@@ -191,7 +198,8 @@ class ContactSet:
         """The contact pass after a step from ``time`` (s) of ``dt`` (s): one kernel call."""
         return project_contacts(x, self.x_prev if self.swept else x, v, fixed, self.grounds,
                                 self.spheres, self.colliders, self.meshes, self.boxes,
-                                self.links, self.triangles, self._poses, self._scratch,
+                                self.links, self.triangles, self.grids, self.distances,
+                                self._poses, self._scratch,
                                 self._stack, time, dt, planar)
 
     def repose(self, index: int, collider: Collider) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .bvh import closest_point, crossings, first_crossing
+from .bvh import FACE, closest_point, first_crossing
 
 BOX, CAPSULE, MESH = 0, 1, 2
 #: Columns of the collider table (float64, one row a collider).
@@ -30,9 +30,6 @@ COLUMNS = 26
 #: included) leaves it outside: the table holds boxes and capsules grown by it, and
 #: meshes keep at least it off.
 SKIN = 1e-5
-#: Directions of the three parity rays of the inside test (majority vote).
-_RAYS = np.array([[0.5774, 0.5773, 0.5775], [-0.6001, 0.5297, -0.5993],
-                  [0.2673, -0.8019, 0.5346]])
 
 
 @njit(cache=True, inline="always")
@@ -203,48 +200,54 @@ def _capsule(p0, p1, half, radius, out):
     return True
 
 
+@njit(cache=True)
+def _outside(p, boxes, links, triangles, stack):
+    """Whether p is outside a closed mesh: the sign of p - q along the pseudo-normal of
+    the feature of the closest point q."""
+    d2, qx, qy, qz, tri, f = closest_point(p[0], p[1], p[2], np.inf, boxes, links, triangles,
+                                           stack)
+    n = triangles[tri]
+    return (p[0] - qx) * n[f] + (p[1] - qy) * n[f + 1] + (p[2] - qz) * n[f + 2] >= 0.0
+
+
 @njit(cache=True, inline="always")
-def _triangle_normal(t):
-    """Unit normal of the triangle t (from its winding)."""
-    e1x, e1y, e1z = t[3] - t[0], t[4] - t[1], t[5] - t[2]
-    e2x, e2y, e2z = t[6] - t[0], t[7] - t[1], t[8] - t[2]
-    nx = e1y * e2z - e1z * e2y
-    ny = e1z * e2x - e1x * e2z
-    nz = e1x * e2y - e1y * e2x
-    length = np.sqrt(nx * nx + ny * ny + nz * nz)
-    return nx / length, ny / length, nz / length
+def _distance_bounds(p, grid, distances, closed):
+    """(lower, upper) bounds (m) on p's distance to the mesh (signed for a closed mesh),
+    from the distance at the nearest node of the mesh's grid and the way to that node
+    (a distance is 1-Lipschitz)."""
+    lo, cell = grid[0:3], grid[3]
+    index = 0
+    gap = 0.0
+    for k in range(3):
+        n = int(grid[4 + k])
+        i = min(max(int(np.floor((p[k] - lo[k]) / cell + 0.5)), 0), n - 1)
+        index = index * n + i
+        gap += (p[k] - lo[k] - cell * i) ** 2
+    d = distances[index]
+    if not closed:
+        d = abs(d)
+    gap = np.sqrt(gap)
+    return d - gap, abs(d) + gap
 
 
 @njit(cache=True)
-def _inside(p, boxes, links, triangles, stack):
-    """Whether p is inside a closed mesh: ray parity, majority of three rays."""
-    root = boxes[0]
-    if (p[0] < root[0] or p[1] < root[1] or p[2] < root[2]
-            or p[0] > root[3] or p[1] > root[4] or p[2] > root[5]):
-        return False
-    reach = 2.0 * (np.sqrt((root[3] - root[0]) ** 2 + (root[4] - root[1]) ** 2
-                           + (root[5] - root[2]) ** 2) + 1.0)
-    odd = 0
-    for r in range(3):
-        n = crossings(p[0], p[1], p[2], _RAYS[r, 0] * reach, _RAYS[r, 1] * reach,
-                      _RAYS[r, 2] * reach, boxes, links, triangles, stack)
-        odd += n % 2
-    return odd >= 2
-
-
-@njit(cache=True)
-def _mesh(p0, p1, h, closed, boxes, links, triangles, stack, out):
-    """Mesh (BVH arrays in its frame), kept h (m) off: out = (placed point, outward
-    normal) in its frame; returns whether the particle touched."""
+def _mesh(p0, p1, h, closed, boxes, links, triangles, grid, distances, stack, out):
+    """Mesh (BVH arrays and distance grid in its frame), kept h (m) off: out = (placed
+    point, outward normal) in its frame; returns whether the particle touched. A closed
+    mesh's triangles are wound outward (shapes.Mesh orients them)."""
     root = boxes[0]
     for k in range(3):  # both ends beyond the same side of the padded bounds: no contact
         if (p0[k] < root[k] - h and p1[k] < root[k] - h) or (
                 p0[k] > root[k + 3] + h and p1[k] > root[k + 3] + h):
             return False
     dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    lower, upper = _distance_bounds(p1, grid, distances, closed)
+    if lower > h + np.sqrt(dx * dx + dy * dy + dz * dz):
+        return False  # the whole segment stays more than h outside
     s, tri = first_crossing(p0[0], p0[1], p0[2], dx, dy, dz, boxes, links, triangles, stack)
-    if tri >= 0 and (not closed or not _inside(p0, boxes, links, triangles, stack)):
-        nx, ny, nz = _triangle_normal(triangles[tri])
+    if tri >= 0 and (not closed or _outside(p0, boxes, links, triangles, stack)):
+        t = triangles[tri]
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
         qx, qy, qz = p0[0] + s * dx, p0[1] + s * dy, p0[2] + s * dz
         side = (p0[0] - qx) * nx + (p0[1] - qy) * ny + (p0[2] - qz) * nz
         if side == 0.0:
@@ -258,21 +261,29 @@ def _mesh(p0, p1, h, closed, boxes, links, triangles, stack, out):
         out[1] = p1[1] + (h - rest) * ny
         out[2] = p1[2] + (h - rest) * nz
         return True
-    if closed and _inside(p1, boxes, links, triangles, stack):
-        d2, qx, qy, qz, tri = closest_point(p1[0], p1[1], p1[2], np.inf, boxes, links,
-                                            triangles, stack)
-        rx, ry, rz = qx - p1[0], qy - p1[1], qz - p1[2]
-    else:
-        d2, qx, qy, qz, tri = closest_point(p1[0], p1[1], p1[2], h * h, boxes, links,
-                                            triangles, stack)
-        if tri < 0:
+    # a closed mesh: the closest point (p1 may be deep inside), no farther than the
+    # grid's upper bound; an open one: within h
+    limit = (upper * (1.0 + 1e-9) + 1e-12) ** 2 if closed else h * h
+    d2, qx, qy, qz, tri, f = closest_point(p1[0], p1[1], p1[2], limit, boxes, links,
+                                           triangles, stack)
+    if tri < 0:
+        return False
+    t = triangles[tri]
+    rx, ry, rz = p1[0] - qx, p1[1] - qy, p1[2] - qz
+    dist = np.sqrt(d2)
+    if closed:
+        inside = rx * t[f] + ry * t[f + 1] + rz * t[f + 2] < 0.0
+        if not inside and d2 >= h * h:
             return False
-        rx, ry, rz = p1[0] - qx, p1[1] - qy, p1[2] - qz
-    dist = np.sqrt(rx * rx + ry * ry + rz * rz)
-    if dist > 1e-12:
+        if dist > 1e-12:
+            sign = -1.0 if inside else 1.0
+            nx, ny, nz = sign * rx / dist, sign * ry / dist, sign * rz / dist
+        else:
+            nx, ny, nz = t[f], t[f + 1], t[f + 2]
+    elif dist > 1e-12:
         nx, ny, nz = rx / dist, ry / dist, rz / dist
-    else:  # on the surface: the side the particle came from
-        nx, ny, nz = _triangle_normal(triangles[tri])
+    else:  # on an open sheet: the side the particle came from
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
         if (p0[0] - qx) * nx + (p0[1] - qy) * ny + (p0[2] - qz) * nz < 0.0:
             nx, ny, nz = -nx, -ny, -nz
     out[3], out[4], out[5] = nx, ny, nz
@@ -282,12 +293,14 @@ def _mesh(p0, p1, h, closed, boxes, links, triangles, stack, out):
 
 @njit(cache=True)
 def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, boxes,
-                     links, triangles, poses, scratch, stack, time, dt, planar):
+                     links, triangles, grids, distances, poses, scratch, stack, time, dt,
+                     planar):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
     ``x_prev``: the positions before the step (m); ``colliders``: the collider table
-    (COLUMNS per row); ``meshes`` (m, 4) int64 [first node, node count, first triangle,
-    triangle count] into the BVH arrays; ``poses`` (k, 2, 12), ``scratch`` (8,) and
+    (COLUMNS per row); ``meshes`` (m, 5) int64 [first node, node count, first triangle,
+    triangle count, first distance] into the BVH arrays and the distance grids (``grids``
+    (m, 8) their layout, bvh.distance_grid); ``poses`` (k, 2, 12), ``scratch`` (8,) and
     ``stack`` scratch; ``time`` (s) the time at the start of the step of ``dt`` (s).
     """
     for c in range(colliders.shape[0]):
@@ -338,8 +351,11 @@ def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, b
             else:
                 m = int(row[MESH_INDEX])
                 n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
+                g0 = meshes[m, 4]
+                g1 = g0 + int(grids[m, 4] * grids[m, 5] * grids[m, 6])
                 touched = _mesh(p0, p1, row[P0], row[CLOSED] != 0.0, boxes[n0:n0 + nn],
-                                links[n0:n0 + nn], triangles[t0:t0 + tn], stack, out)
+                                links[n0:n0 + nn], triangles[t0:t0 + tn], grids[m],
+                                distances[g0:g1], stack, out)
             if not touched:
                 continue
             wx, wy, wz = _rotate(after, out[0], out[1], out[2])

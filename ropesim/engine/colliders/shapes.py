@@ -152,6 +152,81 @@ def _edge_counts(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     return counts
 
 
+def _oriented_outward(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """The triangles of a closed mesh wound consistently (a flood fill over shared edges
+    turns over any triangle that runs an edge the same way as its neighbour) and outward
+    (positive signed volume for each connected part)."""
+    _, welded = np.unique(vertices, axis=0, return_inverse=True)
+    ids = welded.ravel()[triangles].tolist()
+    faces_of: dict[tuple[int, int], list[int]] = {}
+    for f, (a, b, c) in enumerate(ids):
+        for u, w in ((a, b), (b, c), (c, a)):
+            faces_of.setdefault((min(u, w), max(u, w)), []).append(f)
+    flip = np.zeros(len(ids), dtype=bool)
+    part = np.full(len(ids), -1, dtype=np.int64)
+    parts = 0
+    for seed in range(len(ids)):
+        if part[seed] >= 0:
+            continue
+        part[seed] = parts
+        queue = [seed]
+        while queue:
+            f = queue.pop()
+            loop = ids[f][::-1] if flip[f] else ids[f]
+            for k in range(3):
+                a, b = loop[k], loop[(k + 1) % 3]
+                for g in faces_of[(min(a, b), max(a, b))]:
+                    if part[g] < 0:
+                        part[g] = parts
+                        # g runs a -> b as well: turn it over
+                        flip[g] = any(ids[g][j] == a and ids[g][(j + 1) % 3] == b
+                                      for j in range(3))
+                        queue.append(g)
+        parts += 1
+    tris = triangles.copy()
+    tris[flip] = tris[flip][:, ::-1]
+    corners = vertices[tris]
+    volume = np.einsum("ij,ij->i", corners[:, 0], np.cross(corners[:, 1], corners[:, 2]))
+    for k in range(parts):
+        if volume[part == k].sum() < 0.0:
+            tris[part == k] = tris[part == k][:, ::-1]
+    return tris
+
+
+def _checked_geometry(vertices: Any, triangles: Any, source: str | None
+                      ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(vertices (v, 3) float64, triangles (t, 3) int64 without zero-area ones, closed),
+    read-only; a closed mesh's triangles wound outward. Errors name the field."""
+    vertices = as_float_array(vertices, "mesh.vertices", "m")
+    if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 3:
+        raise ValueError(f"mesh.vertices: expected a (v, 3) array with v >= 3, got shape "
+                         f"{vertices.shape}")
+    shown = triangles
+    triangles = np.asarray(triangles)
+    if triangles.size == 0:
+        raise ValueError(f"mesh.triangles: the mesh has no triangles"
+                         f"{f' ({source})' if source else ''}")
+    if triangles.dtype.kind not in "iu" or triangles.ndim != 2 or triangles.shape[1] != 3:
+        raise ValueError(f"mesh.triangles: expected a (t, 3) array of vertex indices, got "
+                         f"{show(shown)}")
+    if triangles.min() < 0 or triangles.max() >= len(vertices):
+        raise ValueError(f"mesh.triangles: vertex indices must be in 0..{len(vertices) - 1}, "
+                         f"got {int(triangles.min())}..{int(triangles.max())}")
+    triangles = triangles.astype(np.int64)
+    corners = vertices[triangles]
+    area2 = np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0],
+                                    corners[:, 2] - corners[:, 0]), axis=1)
+    triangles = triangles[area2 > 1e-14 * max(1.0, float(np.ptp(vertices, axis=0).max())) ** 2]
+    if len(triangles) == 0:
+        raise ValueError("mesh.triangles: every triangle has zero area")
+    closed = bool(np.all(_edge_counts(vertices, triangles) == 2))
+    if closed:
+        triangles = _oriented_outward(vertices, triangles)
+    vertices.setflags(write=False)
+    triangles.setflags(write=False)
+    return vertices, triangles, closed
+
+
 @dataclass(frozen=True, eq=False)
 class Mesh:
     """A triangle mesh collider: ``vertices`` (v, 3) in m in the mesh's own frame,
@@ -173,34 +248,18 @@ class Mesh:
     #: where the mesh was read from (Mesh.from_file), for messages and scene files
     source: str | None = None
     closed: bool = field(init=False)
+    #: (vertices, triangles, closed) as checked; a copy made with dataclasses.replace (a
+    #: move) hands it on, so the same arrays are not checked and oriented again
+    _checked: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        vertices = as_float_array(self.vertices, "mesh.vertices", "m")
-        if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 3:
-            raise ValueError(f"mesh.vertices: expected a (v, 3) array with v >= 3, got shape "
-                             f"{vertices.shape}")
-        triangles = np.asarray(self.triangles)
-        if triangles.size == 0:
-            raise ValueError(f"mesh.triangles: the mesh has no triangles"
-                             f"{f' ({self.source})' if self.source else ''}")
-        if triangles.dtype.kind not in "iu" or triangles.ndim != 2 or triangles.shape[1] != 3:
-            raise ValueError(f"mesh.triangles: expected a (t, 3) array of vertex indices, got "
-                             f"{show(self.triangles)}")
-        if triangles.min() < 0 or triangles.max() >= len(vertices):
-            raise ValueError(f"mesh.triangles: vertex indices must be in 0..{len(vertices) - 1}, "
-                             f"got {int(triangles.min())}..{int(triangles.max())}")
-        triangles = triangles.astype(np.int64)
-        corners = vertices[triangles]
-        area2 = np.linalg.norm(np.cross(corners[:, 1] - corners[:, 0],
-                                        corners[:, 2] - corners[:, 0]), axis=1)
-        triangles = triangles[area2 > 1e-14 * max(1.0, float(np.ptp(vertices, axis=0).max())) ** 2]
-        if len(triangles) == 0:
-            raise ValueError("mesh.triangles: every triangle has zero area")
-        vertices.setflags(write=False)
-        triangles.setflags(write=False)
-        object.__setattr__(self, "vertices", vertices)
-        object.__setattr__(self, "triangles", triangles)
-        object.__setattr__(self, "closed", bool(np.all(_edge_counts(vertices, triangles) == 2)))
+        checked = self._checked
+        if checked is None or checked[0] is not self.vertices or checked[1] is not self.triangles:
+            checked = _checked_geometry(self.vertices, self.triangles, self.source)
+        object.__setattr__(self, "_checked", checked)
+        object.__setattr__(self, "vertices", checked[0])
+        object.__setattr__(self, "triangles", checked[1])
+        object.__setattr__(self, "closed", checked[2])
         object.__setattr__(self, "thickness", check_number(self.thickness, "mesh.thickness", "m",
                                                            minimum=0.0))
         object.__setattr__(self, "center", vector3(self.center, "mesh.center", "m"))
