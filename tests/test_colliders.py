@@ -389,3 +389,70 @@ def test_bad_scene_colliders_name_the_key(tmp_path, edit, message):
     path.write_text(edit(_scene_text("block.stl")))
     with pytest.raises(rs.SceneError, match=message):
         rs.load(path)
+
+
+# --- viewer: picking, Ctrl+drag, drawing ----------------------------------------------------
+def test_a_ray_picks_the_nearest_collider_it_hits():
+    from ropesim.render.collider_picking import ColliderPicker
+
+    vertices, triangles = _octahedron(0.2)
+    contacts = [rs.Ground(), rs.Box(center=(0, 0, -2.0), size=(0.5, 0.5, 0.5)),
+                rs.Capsule((-1, 0, 0), (1, 0, 0), 0.1), rs.Mesh(vertices, triangles,
+                                                                center=(3, 0, 0))]
+    picker = ColliderPicker()
+    index, point = picker.pick((0, 0, 5), (0, 0, -1), contacts, 0.0)
+    assert index == 2 and point[2] == pytest.approx(0.0, abs=1e-9)  # the capsule's axis
+    index, point = picker.pick((0.2, 0.2, 5), (0, 0, -1), contacts, 0.0)  # misses the rod
+    assert index == 1
+    assert point[2] == pytest.approx(-1.75)  # the box's front face
+    index, point = picker.pick((3, 5, 0), (0, -1, 0), contacts, 0.0)
+    assert index == 3 and point[1] == pytest.approx(0.2)
+    assert picker.pick((10, 10, 10), (1, 0, 0), contacts, 0.0) is None
+
+
+def test_ctrl_drag_moves_a_collider_in_the_camera_plane_and_the_cloth_follows():
+    from ropesim.app.controller import ViewerController
+    from ropesim.app.hotkeys import LEFT
+    from ropesim.io.scenes import scene_from_dict
+
+    scene = scene_from_dict({
+        "builder": "cloth",
+        "cloth": {"nx": 8, "ny": 8, "spacing": 0.05, "plane": "xz", "pins": "none",
+                  "origin": [0.0, 0.05, 0.0]},
+        "simulation": {"dt": 0.001, "substeps": 16},
+        "boxes": [{"center": [0.0, -0.2, 0.0], "size": [0.6, 0.4, 0.6]}],
+    }, "drag-box")
+    c = ViewerController(scene, (800, 600), clock=lambda: 0.0)
+    c.sim.step(300)  # the cloth lies on the box
+    top = np.array([[0.1, 0.0, 0.1]])
+    x, y = c.camera.project(top, *c.view_size)[0][0]
+    before = np.asarray(c.sim.contacts[0].center)
+    c.press(x, y, LEFT, ctrl=True)
+    assert c.mouse.interaction.kind == "collider" and c.sim.grabbed is None
+    for k in range(1, 11):
+        c.drag(x, y - 6.0 * k)  # up the screen
+        c.sim.step(16)
+    c.release(x, y - 60.0, LEFT)
+    moved = np.asarray(c.sim.contacts[0].center) - before
+    assert moved[1] > 0.05  # up, in the plane facing the camera
+    assert abs(moved @ c.camera.forward) < 1e-9
+    assert c.sim.positions[:, 1].min() > moved[1] - 1e-4  # the cloth was lifted with it
+    c.press(5.0, 5.0, LEFT, ctrl=True)  # Ctrl on empty space orbits as before
+    assert c.mouse.interaction.kind == "orbit"
+
+
+def test_collider_meshes_for_drawing_have_outward_normals():
+    from ropesim.render.colliders import box_mesh, capsule_mesh
+
+    for rows, tris in (box_mesh((0.4, 0.2, 0.6)), capsule_mesh(0.3, 0.1)):
+        p, n = rows[:, :3].astype(float), rows[:, 3:].astype(float)
+        np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-6)
+        a, b, cc = p[tris[:, 0]], p[tris[:, 1]], p[tris[:, 2]]
+        face = np.cross(b - a, cc - a)
+        centre = (a + b + cc) / 3
+        keep = np.linalg.norm(face, axis=1) > 1e-12
+        assert (np.einsum("ij,ij->i", face[keep], centre[keep]) > 0).all()  # wound outward
+        assert (np.einsum("ij,ij->i", n, p) > 0).all()
+    rows, _ = capsule_mesh(0.3, 0.1)
+    r = np.hypot(rows[:, 1], rows[:, 2])
+    assert np.abs(rows[:, 0]).max() == pytest.approx(0.4, abs=1e-6) and r.max() <= 0.1 + 1e-6

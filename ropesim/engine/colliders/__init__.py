@@ -2,8 +2,8 @@
 
 from .shapes import (
     COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, check_friction, is_moving,
-    posed_at, rotation_matrix,
+    offset_fields, posed_at, rotation_matrix,
 )
 
 __all__ = ["COLLIDER_TYPES", "MAX_FRICTION", "Box", "Capsule", "Collider", "Mesh",
-           "check_friction", "is_moving", "posed_at", "rotation_matrix"]
+           "check_friction", "is_moving", "offset_fields", "posed_at", "rotation_matrix"]

@@ -107,10 +107,6 @@ class Box:
         """The rotation matrix of ``rotation``."""
         return rotation_matrix(self.rotation)
 
-    def translated(self, offset: Sequence[float]) -> "Box":
-        """The same box moved by ``offset`` (m)."""
-        return dataclasses.replace(self, center=tuple(np.add(self.center, offset)))
-
 
 @dataclass(frozen=True)
 class Capsule:
@@ -137,10 +133,6 @@ class Capsule:
         """The axis midpoint (m), the centre the capsule spins about."""
         return 0.5 * (np.asarray(self.start) + np.asarray(self.end))
 
-    def translated(self, offset: Sequence[float]) -> "Capsule":
-        """The same capsule moved by ``offset`` (m)."""
-        return dataclasses.replace(self, start=tuple(np.add(self.start, offset)),
-                                   end=tuple(np.add(self.end, offset)))
 
 
 def _edge_counts(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
@@ -280,10 +272,6 @@ class Mesh:
         """The rotation matrix of ``rotation``."""
         return rotation_matrix(self.rotation)
 
-    def translated(self, offset: Sequence[float]) -> "Mesh":
-        """The same mesh moved by ``offset`` (m)."""
-        return dataclasses.replace(self, center=tuple(np.add(self.center, offset)))
-
     def __repr__(self) -> str:
         kind = "closed" if self.closed else "open"
         return (f"Mesh({len(self.vertices)} vertices, {len(self.triangles)} triangles, {kind}, "
@@ -298,6 +286,15 @@ COLLIDER_TYPES = (Box, Capsule, Mesh)
 def is_moving(collider: Collider) -> bool:
     """Whether a collider has a motion (a velocity or a spin)."""
     return any(collider.velocity) or any(collider.spin)
+
+
+def offset_fields(collider: Collider, offset: Sequence[float]) -> dict[str, tuple]:
+    """The pose fields that put ``collider`` ``offset`` (m) away from where it stands
+    (``center``; a capsule's ``start`` and ``end``), for Simulation.move_collider."""
+    if isinstance(collider, Capsule):
+        return {"start": tuple(np.add(collider.start, offset)),
+                "end": tuple(np.add(collider.end, offset))}
+    return {"center": tuple(np.add(collider.center, offset))}
 
 
 def posed_at(collider: Any, time: float) -> Any:
