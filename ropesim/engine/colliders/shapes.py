@@ -72,16 +72,26 @@ def axis_angle_matrix(spin_deg: Sequence[float], seconds: float) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * cross + (1 - np.cos(angle)) * cross @ cross
 
 
-def _motion(self: Any, owner: str) -> None:
-    """Validate the motion fields shared by every collider (velocity, spin, pose_time)."""
-    object.__setattr__(self, "velocity", vector3(self.velocity, f"{owner}.velocity", "m/s"))
-    object.__setattr__(self, "spin", vector3(self.spin, f"{owner}.spin", "deg/s"))
-    object.__setattr__(self, "pose_time", check_number(self.pose_time, f"{owner}.pose_time", "s"))
-    object.__setattr__(self, "friction", check_friction(self.friction, owner))
+@dataclass(frozen=True, kw_only=True)
+class _Surface:
+    """What every collider has (keyword-only): Coulomb ``friction`` (0..10) and a motion,
+    ``velocity`` (m/s) and ``spin`` (deg/s vector) from ``pose_time`` (s)."""
+
+    friction: float = 0.5
+    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    spin: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    pose_time: float = 0.0
+
+    def _check_surface(self, owner: str) -> None:
+        object.__setattr__(self, "velocity", vector3(self.velocity, f"{owner}.velocity", "m/s"))
+        object.__setattr__(self, "spin", vector3(self.spin, f"{owner}.spin", "deg/s"))
+        object.__setattr__(self, "pose_time",
+                           check_number(self.pose_time, f"{owner}.pose_time", "s"))
+        object.__setattr__(self, "friction", check_friction(self.friction, owner))
 
 
 @dataclass(frozen=True)
-class Box:
+class Box(_Surface):
     """A solid box: centre (m), full edge lengths ``size`` (m, each > 0), ``rotation``
     (deg about x, y, z), Coulomb ``friction`` (0..10), and an optional motion
     (``velocity`` m/s, ``spin`` deg/s vector, ``pose_time`` s; see the module docstring)."""
@@ -89,10 +99,6 @@ class Box:
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
     size: tuple[float, float, float] = (1.0, 1.0, 1.0)
     rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    friction: float = 0.5
-    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    spin: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    pose_time: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "center", vector3(self.center, "box.center", "m"))
@@ -101,7 +107,7 @@ class Box:
             raise ValueError(f"box.size: every edge length must be > 0 m, got {show(self.size)}")
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "rotation", vector3(self.rotation, "box.rotation", "deg"))
-        _motion(self, "box")
+        self._check_surface("box")
 
     def matrix(self) -> np.ndarray:
         """The rotation matrix of ``rotation``."""
@@ -109,7 +115,7 @@ class Box:
 
 
 @dataclass(frozen=True)
-class Capsule:
+class Capsule(_Surface):
     """A capsule (a rod with round ends): the axis from ``start`` to ``end`` (m), radius
     (m, > 0), Coulomb ``friction`` (0..10) and an optional motion about the axis midpoint
     (``velocity`` m/s, ``spin`` deg/s vector, ``pose_time`` s)."""
@@ -117,17 +123,13 @@ class Capsule:
     start: tuple[float, float, float] = (0.0, 0.0, 0.0)
     end: tuple[float, float, float] = (1.0, 0.0, 0.0)
     radius: float = 0.1
-    friction: float = 0.5
-    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    spin: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    pose_time: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "start", vector3(self.start, "capsule.start", "m"))
         object.__setattr__(self, "end", vector3(self.end, "capsule.end", "m"))
         object.__setattr__(self, "radius", check_number(self.radius, "capsule.radius", "m",
                                                         minimum=0.0, strict=True))
-        _motion(self, "capsule")
+        self._check_surface("capsule")
 
     def midpoint(self) -> np.ndarray:
         """The axis midpoint (m), the centre the capsule spins about."""
@@ -220,7 +222,7 @@ def _checked_geometry(vertices: Any, triangles: Any, source: str | None
 
 
 @dataclass(frozen=True, eq=False)
-class Mesh:
+class Mesh(_Surface):
     """A triangle mesh collider: ``vertices`` (v, 3) in m in the mesh's own frame,
     ``triangles`` (t, 3) vertex indices, placed at ``center`` (m) with ``rotation`` (deg
     about x, y, z). A closed mesh (every edge shared by two triangles) pushes particles
@@ -230,13 +232,9 @@ class Mesh:
 
     vertices: Any
     triangles: Any
-    friction: float = 0.5
     thickness: float = 0.01
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    spin: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    pose_time: float = 0.0
     #: where the mesh was read from (Mesh.from_file), for messages and scene files
     source: str | None = None
     closed: bool = field(init=False)
@@ -256,7 +254,7 @@ class Mesh:
                                                            minimum=0.0))
         object.__setattr__(self, "center", vector3(self.center, "mesh.center", "m"))
         object.__setattr__(self, "rotation", vector3(self.rotation, "mesh.rotation", "deg"))
-        _motion(self, "mesh")
+        self._check_surface("mesh")
 
     @classmethod
     def from_file(cls, path: Any, scale: float = 1.0, **kwargs: Any) -> "Mesh":
