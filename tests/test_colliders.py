@@ -348,6 +348,10 @@ start = [-0.3, -0.5, 0.0]
 end = [0.3, -0.5, 0.0]
 radius = 0.05
 spin = [90.0, 0.0, 0.0]
+[[boxes]]
+center = [0.0, 0.0, 0.0]
+size = [0.1, 0.1, 0.1]
+keyframes = [[0.0, 0.0, -2.0, 0.0], [1.0, 0.5, -2.0, 0.0]]
 [[meshes]]
 path = "{mesh_path}"
 center = [0.0, -1.0, 0.0]
@@ -362,7 +366,8 @@ def test_scene_tables_make_colliders_and_mesh_paths_are_relative_to_the_scene(tm
     path = tmp_path / "scene.toml"
     path.write_text(_scene_text("block.stl"))
     scene = rs.load(path)
-    box, capsule, mesh = scene.contacts()
+    box, moving, capsule, mesh = scene.contacts()
+    assert moving.keyframes == ((0.0, 0.0, -2.0, 0.0), (1.0, 0.5, -2.0, 0.0))
     assert isinstance(box, rs.Box) and box.rotation == (0.0, 30.0, 0.0) and box.friction == 0.8
     assert isinstance(capsule, rs.Capsule) and capsule.spin == (90.0, 0.0, 0.0)
     assert isinstance(mesh, rs.Mesh) and mesh.thickness == 0.004
@@ -456,3 +461,29 @@ def test_collider_meshes_for_drawing_have_outward_normals():
     rows, _ = capsule_mesh(0.3, 0.1)
     r = np.hypot(rows[:, 1], rows[:, 2])
     assert np.abs(rows[:, 0]).max() == pytest.approx(0.4, abs=1e-6) and r.max() <= 0.1 + 1e-6
+
+
+def test_a_box_with_keyframes_is_where_they_put_it_and_carries_a_particle():
+    path = [(0.0, 0.0, -0.5, 0.0), (0.2, 0.4, -0.5, 0.0), (0.4, 0.4, -0.2, 0.0)]
+    box = rs.Box(center=(9.0, 9.0, 9.0), size=(2.0, 1.0, 2.0), friction=5.0, keyframes=path)
+    np.testing.assert_allclose(posed_at(box, 0.1).center, (0.2, -0.5, 0.0))
+    np.testing.assert_allclose(posed_at(box, 0.3).center, (0.4, -0.35, 0.0))
+    np.testing.assert_allclose(posed_at(box, 5.0).center, (0.4, -0.2, 0.0))  # rests at the end
+    sim = rs.Simulation(_particles([[0.0, 1e-4, 0.0]]), dt=DT, contacts=[box])
+    sim.step(150)  # on the first piece: 2 m/s along x
+    np.testing.assert_allclose(sim.velocities[0], [2.0, 0.0, 0.0], atol=1e-6)
+    sim.step(150)  # the second piece lifts it at 1.5 m/s
+    assert sim.velocities[0, 1] == pytest.approx(1.5, abs=1e-6)
+    assert sim.positions[0, 1] >= posed_at(box, sim.time).center[1] + 0.5
+
+
+@pytest.mark.parametrize("path, message", [
+    ([(0.0, 0, 0, 0), (0.0, 1, 0, 0)], "times must increase"),
+    ([(0.0, 0, 0)], "keyframes"),
+    ([(0.0, 0, np.nan, 0)], "box.keyframes"),
+])
+def test_bad_keyframes_name_the_field(path, message):
+    with pytest.raises(ValueError, match=f"box.keyframes.*{message}|{message}"):
+        rs.Box(keyframes=path)
+    with pytest.raises(ValueError, match="box.velocity: give a velocity or keyframes"):
+        rs.Box(velocity=(1, 0, 0), keyframes=[(0.0, 0, 0, 0)])

@@ -23,7 +23,8 @@ from .colliders.kernel import (
     ROTATION, SKIN, SPIN, VELOCITY, project_contacts,
 )
 from .colliders.shapes import (
-    COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, check_friction, posed_at,
+    COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, check_friction, keyframe_centre,
+    posed_at,
 )
 from .model import as_float_array, check_number, show
 
@@ -114,6 +115,17 @@ def collider_row(collider: Collider, mesh_index: int = 0) -> np.ndarray:
     return row
 
 
+def keyframe_row(collider: Collider, mesh_index: int, time: float, dt: float) -> np.ndarray:
+    """The table row of a collider with keyframes for the step from ``time`` (s) of
+    ``dt`` (s): its pose at ``time`` and the velocity (m/s) that reaches the keyframes'
+    centre at ``time + dt``."""
+    now = posed_at(collider, time)
+    row = collider_row(now, mesh_index)
+    row[VELOCITY:VELOCITY + 3] = (keyframe_centre(collider.keyframes, time + dt)
+                                  - row[CENTER:CENTER + 3]) / dt
+    return row
+
+
 def _reach(collider: Collider) -> float:
     """The largest |coordinate| (m) a collider's surface reaches at its pose."""
     if isinstance(collider, Box):
@@ -172,6 +184,9 @@ class ContactSet:
                           else np.zeros((0, TRIANGLE_COLUMNS)))
         self.reach = [_reach(c) for c in contacts if isinstance(c, COLLIDER_TYPES)]
         self.swept = len(rows) > 0
+        # (table row, collider) of those with keyframes: their rows follow them per step
+        self._paths = [(k, c) for k, c in enumerate(c for c in contacts
+                                                     if isinstance(c, COLLIDER_TYPES)) if c.keyframes]
         self.x_prev = np.zeros((n_particles if self.swept else 0, 3), dtype=dtype)
         self._poses = np.zeros((len(rows), 2, 12))
         self._scratch = np.zeros(12)
@@ -186,7 +201,7 @@ class ContactSet:
     @property
     def moving(self) -> bool:
         """Whether any collider has a velocity or a spin (then contacts do work)."""
-        return bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0))
+        return bool(self._paths) or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0))
 
     def remember(self, x: np.ndarray) -> None:
         """Keep the positions before a step (the start of the swept segments)."""
@@ -196,6 +211,9 @@ class ContactSet:
     def project(self, x: np.ndarray, v: np.ndarray, fixed: np.ndarray, time: float,
                 dt: float, planar: bool) -> int:
         """The contact pass after a step from ``time`` (s) of ``dt`` (s): one kernel call."""
+        for row, collider in self._paths:  # this step's piece of the keyframes, at its speed
+            self.colliders[row] = keyframe_row(collider, int(self.colliders[row, MESH_INDEX]),
+                                           time, dt)
         return project_contacts(x, self.x_prev if self.swept else x, v, fixed, self.grounds,
                                 self.spheres, self.colliders, self.meshes, self.boxes,
                                 self.links, self.triangles, self.grids, self.distances,
@@ -208,6 +226,9 @@ class ContactSet:
         row = self._row_of[index]
         old = self.colliders[row]
         self.colliders[row] = collider_row(collider, int(old[MESH_INDEX]))
+        self._paths = [(k, c) for k, c in self._paths if k != row]
+        if collider.keyframes:
+            self._paths.append((row, collider))
 
 
 def moved(collider: Contact, time: float, changes: dict[str, Any]) -> Contact:

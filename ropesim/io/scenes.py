@@ -14,7 +14,8 @@ A scene file looks like::
     [[capsules]]                 # optional, repeatable: start, end, radius (m), friction
     [[meshes]]                   # optional, repeatable: path (OBJ/STL/PLY/glTF), scale, center,
                                  # rotation, friction, thickness (m); boxes, capsules and meshes
-                                 # may move: velocity (m/s), spin (deg/s vector)
+                                 # may move: velocity (m/s), spin (deg/s vector),
+                                 # keyframes ([t s, x, y, z m] of the centre)
     [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
@@ -137,9 +138,10 @@ SPHERE_FIELDS = {
     "radius": _Field(float, lambda v: v > 0, "a radius > 0 m", REQUIRED),
     "friction": _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED, 0.3),
 }
-_MOTION_FIELDS = {  # a collider's constant motion; absent: it stands still
+_MOTION_FIELDS = {  # a collider's motion; absent: it stands still
     "velocity": _Field(_VEC3),
     "spin": _Field(_VEC3),
+    "keyframes": _Field(list[tuple[float, float, float, float]]),  # [[t, x, y, z], ...]
 }
 _COLLIDER_FRICTION = _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED)
 COLLIDER_FIELDS = {  # [[boxes]], [[capsules]], [[meshes]]: the arguments of rs.Box, ...

@@ -5,8 +5,10 @@ Every collider has a pose (a centre, m, and a rotation) and an optional constant
 direction is the axis through the centre, its length the rate) turns it. ``pose_time``
 (s) is the simulated time at which the collider stands at its given pose; at time t it
 stands at ``center + velocity (t - pose_time)`` turned by ``spin (t - pose_time)``
-(:func:`posed_at`). Rotations are Euler angles in degrees, applied about x, then y, then z
-(fixed axes): R = Rz Ry Rx.
+(:func:`posed_at`). Instead of a velocity, ``keyframes`` may list keyframes [t (s), x, y, z
+(m)] of the centre (a capsule's axis midpoint): the centre moves along straight lines
+between them and rests at the first before it and at the last after it. Rotations are
+Euler angles in degrees, applied about x, then y, then z (fixed axes): R = Rz Ry Rx.
 """
 
 from __future__ import annotations
@@ -72,6 +74,26 @@ def axis_angle_matrix(spin_deg: Sequence[float], seconds: float) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * cross + (1 - np.cos(angle)) * cross @ cross
 
 
+def check_keyframes(path: Any, field_name: str) -> tuple[tuple[float, float, float, float], ...]:
+    """Keyframes [t (s), x, y, z (m)] with strictly increasing times, as a tuple."""
+    if isinstance(path, (tuple, list)) and len(path) == 0:
+        return ()
+    arr = as_float_array(path, field_name, "s, m")
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise ValueError(f"{field_name}: expected keyframes [t, x, y, z] (s, m), got "
+                         f"{show(path)}")
+    if np.any(np.diff(arr[:, 0]) <= 0.0):
+        raise ValueError(f"{field_name}: keyframe times must increase, got "
+                         f"{arr[:, 0].tolist()} s")
+    return tuple(tuple(float(v) for v in row) for row in arr)
+
+
+def keyframe_centre(path: Sequence[Sequence[float]], time: float) -> np.ndarray:
+    """The centre (m) keyframes [t, x, y, z] put a collider at, at ``time`` (s)."""
+    keys = np.asarray(path, dtype=np.float64)
+    return np.array([np.interp(time, keys[:, 0], keys[:, k]) for k in (1, 2, 3)])
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Surface:
     """What every collider has (keyword-only): Coulomb ``friction`` (0..10) and a motion,
@@ -81,8 +103,14 @@ class _Surface:
     velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     spin: tuple[float, float, float] = (0.0, 0.0, 0.0)
     pose_time: float = 0.0
+    keyframes: tuple[tuple[float, float, float, float], ...] = ()
 
     def _check_surface(self, owner: str) -> None:
+        object.__setattr__(self, "keyframes",
+                           check_keyframes(self.keyframes, f"{owner}.keyframes"))
+        if self.keyframes and any(self.velocity):
+            raise ValueError(f"{owner}.velocity: give a velocity or keyframes, not both; got "
+                             f"velocity {show(self.velocity)} and keyframes")
         object.__setattr__(self, "velocity", vector3(self.velocity, f"{owner}.velocity", "m/s"))
         object.__setattr__(self, "spin", vector3(self.spin, f"{owner}.spin", "deg/s"))
         object.__setattr__(self, "pose_time",
@@ -282,8 +310,8 @@ COLLIDER_TYPES = (Box, Capsule, Mesh)
 
 
 def is_moving(collider: Collider) -> bool:
-    """Whether a collider has a motion (a velocity or a spin)."""
-    return any(collider.velocity) or any(collider.spin)
+    """Whether a collider has a motion (a velocity, a spin or keyframes)."""
+    return any(collider.velocity) or any(collider.spin) or bool(collider.keyframes)
 
 
 def offset_fields(collider: Collider, offset: Sequence[float]) -> dict[str, tuple]:
@@ -298,11 +326,15 @@ def offset_fields(collider: Collider, offset: Sequence[float]) -> dict[str, tupl
 def posed_at(collider: Any, time: float) -> Any:
     """The collider as it stands at simulated time ``time`` (s): the same object when it
     does not move, else a copy with its pose advanced and ``pose_time = time``."""
-    if not hasattr(collider, "spin") or not is_moving(collider) or time == collider.pose_time:
+    if not hasattr(collider, "spin") or not is_moving(collider) or (
+            time == collider.pose_time and not collider.keyframes):
         return collider
     elapsed = time - collider.pose_time
     shift = np.asarray(collider.velocity) * elapsed
     turn = axis_angle_matrix(collider.spin, elapsed)
+    own = collider.midpoint() if isinstance(collider, Capsule) else np.asarray(collider.center)
+    if collider.keyframes:
+        shift = keyframe_centre(collider.keyframes, time) - own
     if isinstance(collider, Capsule):
         mid = collider.midpoint()
         start = mid + shift + turn @ (np.asarray(collider.start) - mid)
