@@ -9,7 +9,7 @@ A numba engine you can script without a window, and a moderngl viewer on top of 
 """
 
 from .engine.builders import BUILDERS, cloth, explicit, random_network, ring, rope, star, triangle
-from .engine.contacts import Ground, Sphere
+from .engine.contacts import Box, Capsule, Ground, Mesh, Sphere
 from .engine.forces import DEFAULT_FORCES, Drag, Force, Gravity, SpringForces, Wind
 from .engine.integrators import (
     DEFAULT_INTEGRATOR, INTEGRATORS, Integrator, SolverStats, register_integrator,
@@ -32,7 +32,7 @@ __all__ = [
     "SpringSystem", "concatenate", "Simulation", "SimulationDiverged", "INTEGRATORS",
     "DEFAULT_INTEGRATOR", "SolverStats", "Integrator", "register_integrator", "Force",
     "SpringForces", "Gravity", "Drag", "Wind", "DEFAULT_FORCES", "State", "Params", "Changed",
-    "Ground", "Sphere",
+    "Ground", "Sphere", "Box", "Capsule", "Mesh",
     "BUILDERS", "cloth", "explicit", "random_network", "ring", "rope", "star", "triangle",
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
     "record", "Trajectory", "load_trajectory", "render", "wave_experiment", "WaveResult",

@@ -461,9 +461,10 @@ class ViewerController:
         self.mouse.move(x, y)
 
     def press(self, x: float, y: float, button: int, shift: bool = False, *,
-              alt: bool = False, pluck: bool = False) -> None:
-        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe."""
-        self.mouse.press(x, y, button, shift, alt=alt, pluck=pluck)
+              alt: bool = False, pluck: bool = False, ctrl: bool = False) -> None:
+        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe;
+        ``ctrl``: Ctrl+drag moves a collider."""
+        self.mouse.press(x, y, button, shift, alt=alt, pluck=pluck, ctrl=ctrl)
 
     def drag(self, x: float, y: float) -> None:
         self.mouse.drag(x, y)

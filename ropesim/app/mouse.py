@@ -25,6 +25,7 @@ from ..engine.simulation import Simulation
 from ..render.camera import OrbitCamera
 from ..render.picking import FlingTracker, drag_plane, intersect_plane, pick_particle_screen
 from ..render.renderer import RenderOptions
+from .collider_drag import ColliderDrag
 from .hotkeys import LEFT, MIDDLE, RIGHT
 from .wave_tools import WaveTools
 
@@ -57,7 +58,7 @@ class MouseHost(Protocol):
 class Interaction:
     """What the held mouse button is doing: grabbing a particle, orbiting or panning."""
 
-    kind: str                      # "grab", "orbit" or "pan"
+    kind: str                      # "grab", "orbit", "pan" or "collider" (Ctrl+drag)
     button: int
     last_xy: tuple[float, float]
     particle: int | None = None
@@ -92,6 +93,7 @@ class Mouse:
         self.xy: tuple[float, float] | None = None
         self.interaction: Interaction | None = None
         self._tracker = FlingTracker(window=math.inf, max_samples=FLING_SAMPLES)
+        self.collider_drag = ColliderDrag(host)
 
     def attach(self, sim: Simulation) -> None:
         """A new simulation: nothing held, nothing hovered, the default picking radius."""
@@ -147,12 +149,16 @@ class Mouse:
         self.refresh_hover()
 
     def press(self, x: float, y: float, button: int, shift: bool = False, *,
-              alt: bool = False, pluck: bool = False) -> None:
+              alt: bool = False, pluck: bool = False, ctrl: bool = False) -> None:
         """Mouse button pressed at framebuffer pixel (x, y); with ``pluck`` (Q held) a
-        left press plucks, with ``alt`` it toggles a probe (neither grabs nor orbits)."""
+        left press plucks, with ``alt`` it toggles a probe (neither grabs nor orbits);
+        with ``ctrl`` a left press on a collider drags it (app/collider_drag.py)."""
         host, sim = self.host, self.host.sim
         self.xy = (x, y)
         if self.interaction is not None:
+            return
+        if ctrl and button == LEFT and self.collider_drag.start(x, y):
+            self.interaction = Interaction("collider", button, (x, y))
             return
         particle = self.pick(x, y) if button == LEFT else None
         if button == LEFT and (pluck or alt):   # wave tools (issue 16)
@@ -194,6 +200,8 @@ class Mouse:
             host.camera.orbit(-dx * ORBIT_DEG_PER_PX, dy * ORBIT_DEG_PER_PX)
         elif act.kind == "pan":
             host.camera.pan(dx, dy, host.view_size[1])
+        elif act.kind == "collider":
+            self.collider_drag.follow(x, y)
         else:
             origin, direction = self._ray(x, y)
             point = intersect_plane(origin, direction, act.plane_point, act.plane_normal)
@@ -219,6 +227,7 @@ class Mouse:
     def let_go(self) -> None:
         """End the current interaction (a grabbed particle is released, see :meth:`release`)."""
         act, self.interaction = self.interaction, None
+        self.collider_drag.stop()
         if act is None or act.kind != "grab":
             return
         sim, i = self.host.sim, act.particle

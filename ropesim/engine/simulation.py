@@ -50,7 +50,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import impulses
-from .contacts import Contact, Ground, Sphere, pack_contacts, project_contacts
+from .contacts import CONTACT_TYPES, Contact, ContactSet, moved
 from .forces import DEFAULT_FORCES, Force, SpringForces, Wind, spring_strain
 from .health import (
     CHECK_EVERY, CHECKPOINT_EVERY, CONFIRM_STEPS, RING_SIZE, Advice, CheckpointRing,
@@ -141,7 +141,7 @@ class Simulation:
     gravity : acceleration (gx, gy, gz), m/s^2. Planar systems need gz = 0.
     integrator : one of ``INTEGRATORS`` (changeable later, live, by name).
     drag : global velocity damping, 1/s: v *= exp(-drag * dt) each step.
-    contacts : a Ground or Sphere obstacle, or a sequence of them (their heights and
+    contacts : a Ground, Sphere, Box, Capsule or Mesh obstacle, or a sequence of them (their
         centre + radius must fit the dtype).
     substeps : steps per rendered frame, for the viewer and video output (1..MAX_SUBSTEPS).
     dtype : np.float64 (default, accurate) or np.float32 (faster, half the memory).
@@ -248,6 +248,7 @@ class Simulation:
                                    self._params.rest_lengths, self._params.stiffness,
                                    self._params.damping, self._params.mass,
                                    self._params.gravity, self._dt)
+        self._health.energy_check = not self._contact_set.moving  # moving colliders do work
         self._ring = CheckpointRing(n, dtype, RING_SIZE)
         self._ring.save(self._x, self._v, 0.0, 0)
         self._rebase_due = False
@@ -412,24 +413,40 @@ class Simulation:
 
     @property
     def contacts(self) -> tuple[Contact, ...]:
-        """The Ground and Sphere obstacles (assign one, or a sequence of them)."""
+        """The obstacles: Ground, Sphere, Box, Capsule, Mesh (assign one, or a sequence)."""
         return self._contacts
 
     @contacts.setter
     def contacts(self, value: Contact | Sequence[Contact]) -> None:
-        if isinstance(value, (Ground, Sphere)):
+        if isinstance(value, CONTACT_TYPES):
             value = (value,)
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-            raise TypeError(f"contacts: expected a Ground, a Sphere or a list of them, "
-                            f"got {show(value)}")
+            raise TypeError(f"contacts: expected a Ground, Sphere, Box, Capsule or Mesh or a "
+                            f"list of them, got {show(value)}")
         value = tuple(value)
-        grounds, spheres = pack_contacts(value)
+        packed = ContactSet(value, self.n_particles, self.dtype)
+        grounds, spheres = packed.grounds, packed.spheres
         # a contact puts particles at centre + radius or at the ground's height
         reach = np.abs(spheres[:, :3]).max(axis=1) + spheres[:, 3] if len(spheres) else []
         check_fits_dtype(reach, self.dtype, "contacts (sphere |centre| + radius)", "m")
         check_fits_dtype(grounds[:, 0], self.dtype, "contacts (ground height)", "m")
-        self._grounds, self._spheres = grounds, spheres
+        check_fits_dtype(packed.reach, self.dtype, "contacts (collider extent)", "m")
+        self._contact_set = packed
         self._contacts = value
+        if hasattr(self, "_health"):  # moving colliders do work, like attached forces
+            self._health.energy_check = not self._model.forces and not packed.moving
+            self._rebase_due = True
+
+    def move_collider(self, i: int, **changes: Any) -> None:
+        """Move contact i (a Box, Capsule or Mesh) now: any of its fields, e.g. center=,
+        rotation= (deg), start=, end=, velocity= (m/s), spin= (deg/s); it stands at the new
+        pose from the current time on (contacts.moved)."""
+        index = _count(i, "collider index", 0, len(self._contacts) - 1)
+        collider = moved(self._contacts[index], self._state.time, changes)
+        self._contact_set.repose(index, collider)
+        self._contacts = self._contacts[:index] + (collider,) + self._contacts[index + 1:]
+        self._health.energy_check = not self._model.forces and not self._contact_set.moving
+        self._rebase_due = True  # a collider put onto the cloth gives it energy
 
     @property
     def cg_tolerance(self) -> float:
@@ -519,7 +536,7 @@ class Simulation:
             self._stable_dt = None
         if flags & Changed.FORCES:
             # attached forces do work the energy criterion cannot see (docs/divergence.md)
-            self._health.energy_check = not self._model.forces
+            self._health.energy_check = not self._model.forces and not self._contact_set.moving
             self._health.gravity = self._model.gravity()
         self._rebase_due = True  # the health check's energy reference starts again
 
@@ -659,13 +676,15 @@ class Simulation:
     def _advance(self) -> float:
         """One step without the divergence check; returns the max squared speed."""
         dt = self._dt
+        if self._contacts:  # the swept colliders need the positions before the step
+            self._contact_set.remember(self._x)
         max_speed_sq = self._integrator.step(self._state, dt)
         if self._grabbed is not None:
             self._move_grabbed(dt)
         self._tear_and_limit(dt)
         if self._contacts:
-            project_contacts(self._x, self._v, self._fixed, self._grounds, self._spheres,
-                             self.planar)
+            self._contact_set.project(self._x, self._v, self._fixed, self._state.time, dt,
+                                      self.planar)
         self._state.step_count += 1
         self._state.time += dt
         return max_speed_sq

@@ -10,6 +10,12 @@ A scene file looks like::
     dt = 0.002
     [ground]                     # optional: height (m), friction
     [[spheres]]                  # optional, repeatable: center (m), radius (m), friction
+    [[boxes]]                    # optional, repeatable: center, size (m), rotation (deg), friction
+    [[capsules]]                 # optional, repeatable: start, end, radius (m), friction
+    [[meshes]]                   # optional, repeatable: path (OBJ/STL/PLY/glTF), scale, center,
+                                 # rotation, friction, thickness (m); boxes, capsules and meshes
+                                 # may move: velocity (m/s), spin (deg/s vector),
+                                 # keyframes ([t s, x, y, z m] of the centre)
     [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
@@ -44,9 +50,9 @@ from typing import Any
 import tomli_w
 
 from ropesim.engine.builders import BUILDERS, planned_size
-from ropesim.engine.contacts import MAX_FRICTION
+from ropesim.engine.contacts import MAX_FRICTION, Box, Capsule, Mesh
 from ropesim.engine.model import SpringSystem, dtype_limit, show
-from ropesim.io.paths import scene_dir
+from ropesim.io.paths import resource_dir, scene_dir
 
 if typing.TYPE_CHECKING:
     from ropesim.engine.simulation import Simulation
@@ -132,6 +138,24 @@ SPHERE_FIELDS = {
     "radius": _Field(float, lambda v: v > 0, "a radius > 0 m", REQUIRED),
     "friction": _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED, 0.3),
 }
+_MOTION_FIELDS = {  # a collider's motion; absent: it stands still
+    "velocity": _Field(_VEC3),
+    "spin": _Field(_VEC3),
+    "keyframes": _Field(list[tuple[float, float, float, float]]),  # [[t, x, y, z], ...]
+}
+_COLLIDER_FRICTION = _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED)
+COLLIDER_FIELDS = {  # [[boxes]], [[capsules]], [[meshes]]: the arguments of rs.Box, ...
+    "boxes": {"center": _Field(_VEC3, default=REQUIRED), "size": _Field(_VEC3, default=REQUIRED),
+              "rotation": _Field(_VEC3), "friction": _COLLIDER_FRICTION, **_MOTION_FIELDS},
+    "capsules": {"start": _Field(_VEC3, default=REQUIRED), "end": _Field(_VEC3, default=REQUIRED),
+                 "radius": _Field(float, lambda v: v > 0, "a radius > 0 m", REQUIRED),
+                 "friction": _COLLIDER_FRICTION, **_MOTION_FIELDS},
+    "meshes": {"path": _Field(str, default=REQUIRED),
+               "scale": _Field(float, lambda v: v > 0, "a scale factor > 0"),
+               "center": _Field(_VEC3), "rotation": _Field(_VEC3), "friction": _COLLIDER_FRICTION,
+               "thickness": _Field(float, lambda v: v >= 0, "a thickness >= 0 m"),
+               **_MOTION_FIELDS},
+}
 CAMERA_FIELDS = {
     "azimuth": _Field(float),
     "elevation": _Field(float),
@@ -141,7 +165,7 @@ CAMERA_FIELDS = {
 }
 _TOP_LEVEL = (
     "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera",
-    "wind",
+    "wind", *COLLIDER_FIELDS,
 )
 
 
@@ -327,6 +351,8 @@ class Scene:
     source: Path | None = None
     wind: dict | None = None
     max_particles: int = MAX_PARTICLES
+    #: [[boxes]], [[capsules]], [[meshes]] tables by section name (see COLLIDER_FIELDS)
+    colliders: dict[str, list[dict]] = field(default_factory=dict)
 
     def build(self) -> SpringSystem:
         """A fresh SpringSystem from the builder and its parameters."""
@@ -339,7 +365,21 @@ class Scene:
         from ropesim.engine.contacts import Ground, Sphere
 
         found = [Ground(**self.ground)] if self.ground is not None else []
-        return found + [Sphere(**sphere) for sphere in self.spheres]
+        found += [Sphere(**sphere) for sphere in self.spheres]
+        found += [Box(**box) for box in self.colliders.get("boxes", [])]
+        found += [Capsule(**capsule) for capsule in self.colliders.get("capsules", [])]
+        for mesh in self.colliders.get("meshes", []):
+            found.append(Mesh.from_file(self.mesh_path(mesh["path"]),
+                                        **{k: v for k, v in mesh.items() if k != "path"}))
+        return found
+
+    def mesh_path(self, path: str) -> Path:
+        """A [[meshes]] path: absolute, else relative to the scene file, else a shipped mesh
+        in resources/meshes/ (the first that exists; else the shipped place)."""
+        candidates = [Path(path)] if Path(path).is_absolute() else (
+            ([self.source.parent / path] if self.source is not None else [])
+            + [resource_dir() / "meshes" / path])
+        return next((c for c in candidates if c.is_file()), candidates[-1])
 
     def simulation(self, **overrides: Any) -> "Simulation":
         """A Simulation of the built system with this scene's settings and contacts;
@@ -417,6 +457,7 @@ class Scene:
             data["camera"] = dict(self.camera)
         if self.wind is not None:
             data["wind"] = dict(self.wind)
+        data.update({name: [dict(t) for t in tables] for name, tables in self.colliders.items()})
         return copy.deepcopy(data)
 
     def save(self, path: str | Path) -> None:
@@ -494,11 +535,11 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         raise SceneError(
             f"{where}: max_particles: allowed an integer >= 1, got {show(max_particles)}"
         )
+    for section in ("spheres", *COLLIDER_FIELDS):
+        if not isinstance(data.get(section, []), list):
+            raise SceneError(f"{where}: {section}: expected an array of tables ([[{section}]]), "
+                             f"got {show(data[section])}")
     spheres = data.get("spheres", [])
-    if not isinstance(spheres, list):
-        raise SceneError(
-            f"{where}: spheres: expected an array of tables ([[spheres]]), got {show(spheres)}"
-        )
     params = _builder_section(where, builder, data.get(builder, {}))
     _check_size(where, builder, params, max_particles)
     scene = Scene(
@@ -517,6 +558,8 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         wind=(_fixed_section(where, "wind", data["wind"], WIND_FIELDS)
               if "wind" in data else None),
         max_particles=max_particles,
+        colliders={name: [_fixed_section(where, name, t, fields) for t in data[name]]
+                   for name, fields in COLLIDER_FIELDS.items() if data.get(name)},
     )
     try:
         system = scene.build()

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..engine.tearing import intact_triangles, triangle_edge_springs
 from ..io.paths import shader_dir
+from .colliders import ColliderDrawing
 from .offscreen import FrameGrabber, clamp_samples
 from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowMap, fit_light
 from .strain import vertex_strain
@@ -600,6 +601,10 @@ class Renderer:
         self._axes = self._spring_set(np.array([[0, 1], [0, 2], [0, 3]], np.uint32),
                                       np.zeros(3, np.float32), ["lines"], LINE_CORNERS,
                                       _LINE_QUAD)
+        inset = self.tube_radius if self.has_tube else self.particle_radius
+        self._colliders = ColliderDrawing(self.ctx, self.programs["surface"],
+                                          self.programs["surface_depth"], inset)
+        self._scene.append(self._colliders)  # boxes, capsules, meshes (render/colliders.py)
 
     def _frame_scene(self, positions: np.ndarray, planar: bool) -> None:
         """Sizes derived from the initial scene: particle and tube radius, grid and axes (m)."""
@@ -783,6 +788,7 @@ class Renderer:
         if opts.strain_colors and (frame.surface or frame.tube or frame.all_particles):
             self._update_strain()
 
+        self._colliders.update(getattr(self.sim, "contacts", ()), getattr(self.sim, "time", 0.0))
         ctx.enable(moderngl.DEPTH_TEST | moderngl.PROGRAM_POINT_SIZE)
         ctx.disable(moderngl.CULL_FACE | moderngl.BLEND)
         self._pos_tex.use(_UNIT_POSITIONS)
@@ -804,6 +810,7 @@ class Renderer:
         if frame.tube:
             self._draw_tube(opts)
         self._draw_spheres(frame.spheres)
+        self._colliders.draw()
         if frame.springs and self._lines is not None:
             body = frame.surface or frame.tube
             self._draw_springs(opts, SPRING_ON_SURFACE_COLOR if body else SPRING_COLOR)
@@ -858,6 +865,7 @@ class Renderer:
         for center, radius in frame.spheres:
             lo = np.minimum(lo, center - radius)
             hi = np.maximum(hi, center + radius)
+        lo, hi = self._colliders.extend(lo, hi)
         center = 0.5 * (lo + hi)
         radius = 0.5 * float(np.linalg.norm(hi - lo)) + 1e-6
         light = LIGHT_DIRECTION_PLANAR if self.planar else LIGHT_DIRECTION
@@ -902,6 +910,7 @@ class Renderer:
         for center, radius in frame.spheres:
             _set(prog, "u_offset_scale", (*map(float, center), self._drawn_sphere_radius(radius)))
             self._sphere_vaos["surface_depth"].render(moderngl.TRIANGLES)
+        self._colliders.draw_depth()
         ctx.polygon_offset = (0.0, 0.0)
         for prog in self.programs.values():
             _set(prog, "u_receiver_bias_m", bias)

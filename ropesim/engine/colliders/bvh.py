@@ -1,0 +1,286 @@
+"""A bounding-volume hierarchy over a mesh's triangles, and its numba queries.
+
+Built once per mesh (numpy, median split on the longest axis, leaves of at most
+``LEAF_SIZE`` triangles). Nodes are flat arrays: ``boxes`` (n, 6) [min xyz, max xyz] in m,
+``links`` (n, 3) int64: an inner node holds [left child, right child, 0], a leaf holds
+[first triangle, triangle count, 1] into the reordered ``triangles`` (t, 30): the corner
+coordinates (9), then the angle-weighted pseudo-normals (Baerentzen and Aanaes 2005) of
+the face, its three vertices and its three edges (:data:`FACE`, ...), which give the
+sign of the distance to a closed mesh from its closest feature. Queries walk the tree
+with an explicit stack (a scratch array handed in, so nothing is allocated per
+particle): the closest point (and the pseudo-normal of its feature) within a distance,
+and the first crossing of a segment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+LEAF_SIZE = 4
+#: Columns of a triangle row: its corners, then the pseudo-normal of each feature.
+FACE, VERTEX_A, VERTEX_B, VERTEX_C, EDGE_AB, EDGE_BC, EDGE_CA = 9, 12, 15, 18, 21, 24, 27
+TRIANGLE_COLUMNS = 30
+#: Stack depth of a walk; a median split keeps the depth near log2(t / LEAF_SIZE).
+STACK_SIZE = 128
+#: Barycentric slack (relative) of the segment test, so that a segment through a shared
+#: edge or vertex hits one of its triangles.
+EDGE_SLACK = 1e-9
+
+
+def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """(t, 21) unit pseudo-normals of every triangle's face, vertices (a, b, c; angle-
+    weighted) and edges (ab, bc, ca; the sum of the two faces). Vertices at the same
+    place count as one."""
+    _, welded = np.unique(vertices, axis=0, return_inverse=True)
+    ids = welded.ravel()[triangles]
+    corners = vertices[triangles]
+    face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    face /= np.linalg.norm(face, axis=1)[:, None]
+    out = np.zeros((len(triangles), 21))
+    out[:, 0:3] = face
+    vertex_sum = np.zeros((welded.max() + 1, 3))
+    for k in range(3):
+        u = corners[:, (k + 1) % 3] - corners[:, k]
+        w = corners[:, (k + 2) % 3] - corners[:, k]
+        cos = np.einsum("ij,ij->i", u, w) / (np.linalg.norm(u, axis=1) * np.linalg.norm(w, axis=1))
+        np.add.at(vertex_sum, ids[:, k], np.arccos(np.clip(cos, -1.0, 1.0))[:, None] * face)
+    edges = np.sort(np.stack([ids, np.roll(ids, -1, axis=1)], -1).reshape(-1, 2), axis=1)
+    _, edge_id = np.unique(edges, axis=0, return_inverse=True)
+    edge_sum = np.zeros((edge_id.max() + 1, 3))
+    np.add.at(edge_sum, edge_id.ravel(), np.repeat(face, 3, axis=0))
+    for k in range(3):
+        vn = vertex_sum[ids[:, k]]
+        en = edge_sum[edge_id.reshape(-1, 3)[:, k]]
+        out[:, 3 + 3 * k:6 + 3 * k] = vn / np.maximum(np.linalg.norm(vn, axis=1), 1e-300)[:, None]
+        out[:, 12 + 3 * k:15 + 3 * k] = en / np.maximum(np.linalg.norm(en, axis=1), 1e-300)[:, None]
+    return out
+
+
+def build_bvh(vertices: np.ndarray, triangles: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(boxes, links, triangle rows) of the BVH over a mesh (vertices m, (t, 3) indices)."""
+    corners = vertices[triangles]
+    centroids = corners.mean(axis=1)
+    lows, highs = corners.min(axis=1), corners.max(axis=1)
+    order = np.arange(len(corners))
+    boxes: list[np.ndarray] = []
+    links: list[list[int]] = []
+    stack = [(0, len(corners), -1, 0)]  # (start, stop, parent, which child)
+    while stack:
+        start, stop, parent, side = stack.pop()
+        node = len(boxes)
+        items = order[start:stop]
+        boxes.append(np.concatenate([lows[items].min(axis=0), highs[items].max(axis=0)]))
+        links.append([start, stop - start, 1])
+        if parent >= 0:
+            links[parent][side] = node
+        if stop - start <= LEAF_SIZE:
+            continue
+        spread = np.ptp(centroids[items], axis=0)
+        axis = int(np.argmax(spread))
+        half = (stop - start) // 2
+        part = np.argpartition(centroids[items, axis], half)
+        order[start:stop] = items[part]
+        links[node] = [0, 0, 0]
+        stack.append((start + half, stop, node, 1))
+        stack.append((start, start + half, node, 0))
+    rows = np.concatenate([corners.reshape(-1, 9), pseudo_normals(vertices, triangles)], 1)
+    return (np.array(boxes, dtype=np.float64), np.array(links, dtype=np.int64),
+            np.ascontiguousarray(rows[order], dtype=np.float64))
+
+
+@njit(cache=True, inline="always")
+def closest_on_triangle(px, py, pz, t):
+    """The closest point (x, y, z) to p on the triangle row t and the column of its
+    feature's pseudo-normal (Ericson, Real-Time Collision Detection 5.1.5)."""
+    ax, ay, az = t[0], t[1], t[2]
+    abx, aby, abz = t[3] - ax, t[4] - ay, t[5] - az
+    acx, acy, acz = t[6] - ax, t[7] - ay, t[8] - az
+    apx, apy, apz = px - ax, py - ay, pz - az
+    d1 = abx * apx + aby * apy + abz * apz
+    d2 = acx * apx + acy * apy + acz * apz
+    if d1 <= 0.0 and d2 <= 0.0:
+        return ax, ay, az, VERTEX_A
+    bpx, bpy, bpz = px - t[3], py - t[4], pz - t[5]
+    d3 = abx * bpx + aby * bpy + abz * bpz
+    d4 = acx * bpx + acy * bpy + acz * bpz
+    if d3 >= 0.0 and d4 <= d3:
+        return t[3], t[4], t[5], VERTEX_B
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        w = d1 / (d1 - d3)
+        return ax + w * abx, ay + w * aby, az + w * abz, EDGE_AB
+    cpx, cpy, cpz = px - t[6], py - t[7], pz - t[8]
+    d5 = abx * cpx + aby * cpy + abz * cpz
+    d6 = acx * cpx + acy * cpy + acz * cpz
+    if d6 >= 0.0 and d5 <= d6:
+        return t[6], t[7], t[8], VERTEX_C
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        w = d2 / (d2 - d6)
+        return ax + w * acx, ay + w * acy, az + w * acz, EDGE_CA
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return (t[3] + w * (t[6] - t[3]), t[4] + w * (t[7] - t[4]), t[5] + w * (t[8] - t[5]),
+                EDGE_BC)
+    denom = 1.0 / (va + vb + vc)
+    v = vb * denom
+    w = vc * denom
+    return ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w, FACE
+
+
+@njit(cache=True, inline="always")
+def segment_triangle(px, py, pz, dx, dy, dz, t):
+    """Parameter s in [0, 1] where p + s d crosses the triangle t, or -1 (Moller-Trumbore)."""
+    e1x, e1y, e1z = t[3] - t[0], t[4] - t[1], t[5] - t[2]
+    e2x, e2y, e2z = t[6] - t[0], t[7] - t[1], t[8] - t[2]
+    hx = dy * e2z - dz * e2y
+    hy = dz * e2x - dx * e2z
+    hz = dx * e2y - dy * e2x
+    a = e1x * hx + e1y * hy + e1z * hz
+    if a == 0.0:
+        return -1.0
+    f = 1.0 / a
+    sx, sy, sz = px - t[0], py - t[1], pz - t[2]
+    u = f * (sx * hx + sy * hy + sz * hz)
+    if u < -EDGE_SLACK or u > 1.0 + EDGE_SLACK:
+        return -1.0
+    qx = sy * e1z - sz * e1y
+    qy = sz * e1x - sx * e1z
+    qz = sx * e1y - sy * e1x
+    v = f * (dx * qx + dy * qy + dz * qz)
+    if v < -EDGE_SLACK or u + v > 1.0 + EDGE_SLACK:
+        return -1.0
+    s = f * (e2x * qx + e2y * qy + e2z * qz)
+    if s < 0.0 or s > 1.0:
+        return -1.0
+    return s
+
+
+@njit(cache=True, inline="always")
+def _point_box_sq(px, py, pz, b):
+    """Squared distance (m^2) from p to the box b [min xyz, max xyz]."""
+    ex = max(b[0] - px, 0.0, px - b[3])
+    ey = max(b[1] - py, 0.0, py - b[4])
+    ez = max(b[2] - pz, 0.0, pz - b[5])
+    return ex * ex + ey * ey + ez * ez
+
+
+@njit(cache=True, inline="always")
+def _segment_hits_box(px, py, pz, dx, dy, dz, b):
+    """Whether p + s d, s in [0, 1], meets the box b (slab test)."""
+    lo = 0.0
+    hi = 1.0
+    for k in range(3):
+        p = px if k == 0 else (py if k == 1 else pz)
+        d = dx if k == 0 else (dy if k == 1 else dz)
+        if d == 0.0:
+            if p < b[k] or p > b[k + 3]:
+                return False
+        else:
+            s0 = (b[k] - p) / d
+            s1 = (b[k + 3] - p) / d
+            if s0 > s1:
+                s0, s1 = s1, s0
+            lo = max(lo, s0)
+            hi = min(hi, s1)
+            if lo > hi:
+                return False
+    return True
+
+
+@njit(cache=True)
+def closest_point(px, py, pz, limit_sq, boxes, links, triangles, stack):
+    """(squared distance, qx, qy, qz, triangle, feature column) of the closest surface
+    point closer than sqrt(limit_sq) m, or (limit_sq, 0, 0, 0, -1, 0) when none is. The
+    nearer child of a node is searched first, so that the bound tightens early."""
+    best = limit_sq
+    bx = by = bz = 0.0
+    best_t = -1
+    best_f = 0
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        if _point_box_sq(px, py, pz, boxes[node]) >= best:
+            continue
+        if links[node, 2] == 1:
+            for k in range(links[node, 0], links[node, 0] + links[node, 1]):
+                qx, qy, qz, f = closest_on_triangle(px, py, pz, triangles[k])
+                d = (qx - px) ** 2 + (qy - py) ** 2 + (qz - pz) ** 2
+                if d < best:
+                    best, bx, by, bz, best_t, best_f = d, qx, qy, qz, k, f
+        elif top + 2 <= stack.shape[0]:
+            near, far = links[node, 0], links[node, 1]
+            if _point_box_sq(px, py, pz, boxes[far]) < _point_box_sq(px, py, pz, boxes[near]):
+                near, far = far, near
+            stack[top] = far
+            stack[top + 1] = near
+            top += 2
+    return best, bx, by, bz, best_t, best_f
+
+
+@njit(cache=True)
+def first_crossing(px, py, pz, dx, dy, dz, boxes, links, triangles, stack):
+    """(s, triangle) of the first crossing of the segment p + s d (s in [0, 1]) with the
+    mesh, or (2.0, -1) when it crosses none."""
+    best = 2.0
+    best_t = -1
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        if not _segment_hits_box(px, py, pz, dx * min(best, 1.0), dy * min(best, 1.0),
+                                 dz * min(best, 1.0), boxes[node]):
+            continue
+        if links[node, 2] == 1:
+            for k in range(links[node, 0], links[node, 0] + links[node, 1]):
+                s = segment_triangle(px, py, pz, dx, dy, dz, triangles[k])
+                if s >= 0.0 and s < best:
+                    best, best_t = s, k
+        elif top + 2 <= stack.shape[0]:
+            stack[top] = links[node, 0]
+            stack[top + 1] = links[node, 1]
+            top += 2
+    return best, best_t
+
+
+#: Distance-grid cells along the mesh's longest side (and at most this many per axis).
+GRID_CELLS = 32
+
+
+@njit(cache=True)
+def _fill_distances(lo, cell, dims, closed, boxes, links, triangles, stack, out):
+    """out[(i ny + j) nz + k] = the distance (m; signed for a closed mesh, negative
+    inside) from grid node lo + cell (i, j, k) to the mesh."""
+    for i in range(dims[0]):
+        for j in range(dims[1]):
+            for k in range(dims[2]):
+                px, py, pz = lo[0] + cell * i, lo[1] + cell * j, lo[2] + cell * k
+                d2, qx, qy, qz, tri, f = closest_point(px, py, pz, np.inf, boxes, links,
+                                                       triangles, stack)
+                d = np.sqrt(d2)
+                if closed:
+                    n = triangles[tri]
+                    if (px - qx) * n[f] + (py - qy) * n[f + 1] + (pz - qz) * n[f + 2] < 0.0:
+                        d = -d
+                out[(i * dims[1] + j) * dims[2] + k] = d
+
+
+def distance_grid(boxes: np.ndarray, links: np.ndarray, triangles: np.ndarray, closed: bool,
+                  pad: float) -> tuple[np.ndarray, np.ndarray]:
+    """(info [lo xyz m, cell m, nx, ny, nz, 0], distances) of a uniform grid over the
+    mesh's bounds grown by ``pad`` (m): the kernel reads a lower bound on a particle's
+    distance from its nearest node (distances are 1-Lipschitz) and skips the far ones."""
+    lo = boxes[0, :3] - pad
+    extent = boxes[0, 3:] - boxes[0, :3] + 2 * pad
+    cell = float(extent.max()) / GRID_CELLS
+    dims = np.minimum(np.ceil(extent / cell).astype(np.int64) + 1, GRID_CELLS + 1)
+    out = np.zeros(int(np.prod(dims)))
+    _fill_distances(lo, cell, dims, closed, boxes, links, triangles,
+                    np.zeros(STACK_SIZE, np.int64), out)
+    return np.concatenate([lo, [cell], dims, [0.0]]), out

@@ -1,0 +1,376 @@
+"""The contact pass: one numba call per step for the ground, spheres, boxes, capsules and
+meshes.
+
+Per free particle, in this order: grounds, spheres (projection onto the surface), then
+every rigid collider. A rigid collider is tested in its own frame: the particle's
+position before the step is taken into the collider's pose before the step and the new
+position into its pose after the step, so the segment between them is the motion
+relative to the collider. A segment that crosses the surface (a ray-box slab test, a
+segment-capsule test, a segment-triangle test through the mesh's BVH) stops the particle
+where it crossed, on the side it came from; a particle found inside (the collider moved
+onto it) goes out the nearest way. Then the inward normal part of the velocity relative
+to the surface (the collider's own velocity, ``velocity + spin x r``) is removed and
+Coulomb friction takes up to ``friction`` times that removed normal speed off the
+relative tangential speed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .bvh import FACE, closest_point, first_crossing
+
+BOX, CAPSULE, MESH = 0, 1, 2
+#: Columns of the collider table (float64, one row a collider).
+KIND, FRICTION, P0, P1, P2, MESH_INDEX, CLOSED, CENTER, ROTATION, VELOCITY, SPIN, POSE_TIME = (
+    0, 1, 2, 3, 4, 5, 6, 7, 10, 19, 22, 25)
+COLUMNS = 26
+#: How far outside a surface (m) a stopped particle is put, so that rounding (float32
+#: included) leaves it outside: the table holds boxes and capsules grown by it, and
+#: meshes keep at least it off.
+SKIN = 1e-5
+
+
+@njit(cache=True, inline="always")
+def _resolve(v, i, nx, ny, nz, friction, sx, sy, sz):
+    """Remove the inward normal velocity of particle i relative to a surface moving at
+    s (m/s) and apply Coulomb friction to the relative tangential velocity."""
+    rx = v[i, 0] - sx
+    ry = v[i, 1] - sy
+    rz = v[i, 2] - sz
+    vn = rx * nx + ry * ny + rz * nz
+    if vn >= 0.0:
+        return
+    tx = rx - vn * nx
+    ty = ry - vn * ny
+    tz = rz - vn * nz
+    tangential = np.sqrt(tx * tx + ty * ty + tz * tz)
+    scale = 1.0
+    if tangential > 0.0:
+        scale = max(0.0, 1.0 - friction * (-vn) / tangential)
+    v[i, 0] = tx * scale + sx
+    v[i, 1] = ty * scale + sy
+    v[i, 2] = tz * scale + sz
+
+
+@njit(cache=True)
+def _pose(row, time, out):
+    """out[0:3] = the centre (m), out[3:12] = the rotation (row-major) of a collider
+    table row at simulated time ``time`` (s)."""
+    elapsed = time - row[POSE_TIME]
+    for k in range(3):
+        out[k] = row[CENTER + k] + row[VELOCITY + k] * elapsed
+    wx, wy, wz = row[SPIN], row[SPIN + 1], row[SPIN + 2]
+    rate = np.sqrt(wx * wx + wy * wy + wz * wz)
+    angle = rate * elapsed
+    if angle == 0.0:
+        for k in range(9):
+            out[3 + k] = row[ROTATION + k]
+        return
+    kx, ky, kz = wx / rate, wy / rate, wz / rate
+    s, c = np.sin(angle), 1.0 - np.cos(angle)
+    # Rodrigues: T = I + s K + c K K
+    t00, t01, t02 = 1.0 - c * (ky * ky + kz * kz), -s * kz + c * kx * ky, s * ky + c * kx * kz
+    t10, t11, t12 = s * kz + c * kx * ky, 1.0 - c * (kx * kx + kz * kz), -s * kx + c * ky * kz
+    t20, t21, t22 = -s * ky + c * kx * kz, s * kx + c * ky * kz, 1.0 - c * (kx * kx + ky * ky)
+    r = row[ROTATION:ROTATION + 9]
+    for col in range(3):
+        out[3 + col] = t00 * r[col] + t01 * r[3 + col] + t02 * r[6 + col]
+        out[6 + col] = t10 * r[col] + t11 * r[3 + col] + t12 * r[6 + col]
+        out[9 + col] = t20 * r[col] + t21 * r[3 + col] + t22 * r[6 + col]
+
+
+@njit(cache=True, inline="always")
+def _to_local(pose, x, y, z):
+    """World point -> the collider's frame: R^T (p - c)."""
+    dx, dy, dz = x - pose[0], y - pose[1], z - pose[2]
+    return (pose[3] * dx + pose[6] * dy + pose[9] * dz,
+            pose[4] * dx + pose[7] * dy + pose[10] * dz,
+            pose[5] * dx + pose[8] * dy + pose[11] * dz)
+
+
+@njit(cache=True, inline="always")
+def _rotate(pose, x, y, z):
+    """R v for a vector v in the collider's frame."""
+    return (pose[3] * x + pose[4] * y + pose[5] * z,
+            pose[6] * x + pose[7] * y + pose[8] * z,
+            pose[9] * x + pose[10] * y + pose[11] * z)
+
+
+@njit(cache=True)
+def _box(p0, p1, e, out):
+    """Box of half extents e: out = (placed point, outward normal) in the box frame;
+    returns whether the particle touched."""
+    inside0 = abs(p0[0]) < e[0] and abs(p0[1]) < e[1] and abs(p0[2]) < e[2]
+    if not inside0:
+        enter, leave, axis, sign = 0.0, 1.0, -1, 0.0
+        for k in range(3):
+            d = p1[k] - p0[k]
+            if d == 0.0:
+                if abs(p0[k]) >= e[k]:
+                    leave = -1.0
+                continue
+            s0 = (-e[k] - p0[k]) / d
+            s1 = (e[k] - p0[k]) / d
+            face = -1.0
+            if s0 > s1:
+                s0, s1, face = s1, s0, 1.0
+            if s0 >= enter:
+                enter, axis, sign = s0, k, face
+            leave = min(leave, s1)
+        if axis >= 0 and enter <= leave and enter <= 1.0:
+            for k in range(3):  # on the entry face, keeping the motion along it
+                out[k] = p1[k]
+                out[3 + k] = 0.0
+            out[axis] = sign * e[axis]
+            out[3 + axis] = sign
+            return True
+    if abs(p1[0]) < e[0] and abs(p1[1]) < e[1] and abs(p1[2]) < e[2]:
+        axis, depth = 0, e[0] - abs(p1[0])
+        for k in range(1, 3):
+            if e[k] - abs(p1[k]) < depth:
+                axis, depth = k, e[k] - abs(p1[k])
+        sign = 1.0 if p1[axis] >= 0.0 else -1.0
+        for k in range(3):
+            out[k] = p1[k]
+            out[3 + k] = 0.0
+        out[axis] = sign * e[axis]
+        out[3 + axis] = sign
+        return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _axis_point(px, half):
+    """The point of the capsule axis (-half..half along x) closest to a point at x = px."""
+    return min(max(px, -half), half)
+
+
+@njit(cache=True)
+def _capsule(p0, p1, half, radius, out):
+    """Capsule along x from -half to half: out = (placed point, outward normal) in its
+    frame; returns whether the particle touched."""
+    a0 = _axis_point(p0[0], half)
+    outside0 = (p0[0] - a0) ** 2 + p0[1] ** 2 + p0[2] ** 2 >= radius * radius
+    dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    hx, hy, hz = p1[0], p1[1], p1[2]
+    hit = False
+    if outside0 and length > 0.0:
+        ux, uy, uz = dx / length, dy / length, dz / length
+        best = 2.0 * length + 1.0
+        a = uy * uy + uz * uz  # the cylinder y^2 + z^2 = r^2
+        if a > 1e-300:
+            b = p0[1] * uy + p0[2] * uz
+            c = p0[1] ** 2 + p0[2] ** 2 - radius * radius
+            disc = b * b - a * c
+            if disc >= 0.0:
+                s = (-b - np.sqrt(disc)) / a
+                if 0.0 <= s <= length and abs(p0[0] + s * ux) <= half:
+                    best = s
+        for end in (-half, half):  # the round ends
+            ox = p0[0] - end
+            b = ox * ux + p0[1] * uy + p0[2] * uz
+            c = ox * ox + p0[1] ** 2 + p0[2] ** 2 - radius * radius
+            disc = b * b - c
+            if disc >= 0.0:
+                s = -b - np.sqrt(disc)
+                if 0.0 <= s <= length and s < best:
+                    best = s
+        if best <= length:
+            hx, hy, hz = p0[0] + best * ux, p0[1] + best * uy, p0[2] + best * uz
+            # keep the rest of the motion along the tangent plane at the entry point
+            ax = _axis_point(hx, half)
+            nx, ny, nz = (hx - ax) / radius, hy / radius, hz / radius
+            rest = (p1[0] - hx) * nx + (p1[1] - hy) * ny + (p1[2] - hz) * nz
+            hx, hy, hz = p1[0] - rest * nx, p1[1] - rest * ny, p1[2] - rest * nz
+            hit = True
+    ax = _axis_point(hx, half)
+    rx, ry, rz = hx - ax, hy, hz
+    dist = np.sqrt(rx * rx + ry * ry + rz * rz)
+    if not hit and dist >= radius:
+        return False
+    if dist < 1e-12:  # on the axis: out sideways
+        rx, ry, rz, dist = 0.0, 1.0, 0.0, 1.0
+    out[3], out[4], out[5] = rx / dist, ry / dist, rz / dist
+    out[0] = ax + out[3] * radius
+    out[1] = out[4] * radius
+    out[2] = out[5] * radius
+    return True
+
+
+@njit(cache=True)
+def _outside(p, boxes, links, triangles, stack):
+    """Whether p is outside a closed mesh: the sign of p - q along the pseudo-normal of
+    the feature of the closest point q."""
+    d2, qx, qy, qz, tri, f = closest_point(p[0], p[1], p[2], np.inf, boxes, links, triangles,
+                                           stack)
+    n = triangles[tri]
+    return (p[0] - qx) * n[f] + (p[1] - qy) * n[f + 1] + (p[2] - qz) * n[f + 2] >= 0.0
+
+
+@njit(cache=True, inline="always")
+def _distance_bounds(p, grid, distances, closed):
+    """(lower, upper) bounds (m) on p's distance to the mesh (signed for a closed mesh),
+    from the distance at the nearest node of the mesh's grid and the way to that node
+    (a distance is 1-Lipschitz)."""
+    lo, cell = grid[0:3], grid[3]
+    index = 0
+    gap = 0.0
+    for k in range(3):
+        n = int(grid[4 + k])
+        i = min(max(int(np.floor((p[k] - lo[k]) / cell + 0.5)), 0), n - 1)
+        index = index * n + i
+        gap += (p[k] - lo[k] - cell * i) ** 2
+    d = distances[index]
+    if not closed:
+        d = abs(d)
+    gap = np.sqrt(gap)
+    return d - gap, abs(d) + gap
+
+
+@njit(cache=True)
+def _mesh(p0, p1, h, closed, boxes, links, triangles, grid, distances, stack, out):
+    """Mesh (BVH arrays and distance grid in its frame), kept h (m) off: out = (placed
+    point, outward normal) in its frame; returns whether the particle touched. A closed
+    mesh's triangles are wound outward (shapes.Mesh orients them)."""
+    root = boxes[0]
+    for k in range(3):  # both ends beyond the same side of the padded bounds: no contact
+        if (p0[k] < root[k] - h and p1[k] < root[k] - h) or (
+                p0[k] > root[k + 3] + h and p1[k] > root[k + 3] + h):
+            return False
+    dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    lower, upper = _distance_bounds(p1, grid, distances, closed)
+    if lower > h + np.sqrt(dx * dx + dy * dy + dz * dz):
+        return False  # the whole segment stays more than h outside
+    s, tri = first_crossing(p0[0], p0[1], p0[2], dx, dy, dz, boxes, links, triangles, stack)
+    if tri >= 0 and (not closed or _outside(p0, boxes, links, triangles, stack)):
+        t = triangles[tri]
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
+        qx, qy, qz = p0[0] + s * dx, p0[1] + s * dy, p0[2] + s * dz
+        side = (p0[0] - qx) * nx + (p0[1] - qy) * ny + (p0[2] - qz) * nz
+        if side == 0.0:
+            side = -(dx * nx + dy * ny + dz * nz)
+        sign = 1.0 if side > 0.0 else -1.0
+        nx, ny, nz = sign * nx, sign * ny, sign * nz
+        # h off the crossing, keeping the rest of the motion along the triangle's plane
+        rest = (p1[0] - qx) * nx + (p1[1] - qy) * ny + (p1[2] - qz) * nz
+        out[3], out[4], out[5] = nx, ny, nz
+        out[0] = p1[0] + (h - rest) * nx
+        out[1] = p1[1] + (h - rest) * ny
+        out[2] = p1[2] + (h - rest) * nz
+        return True
+    # a closed mesh: the closest point (p1 may be deep inside), no farther than the
+    # grid's upper bound; an open one: within h
+    limit = (upper * (1.0 + 1e-9) + 1e-12) ** 2 if closed else h * h
+    d2, qx, qy, qz, tri, f = closest_point(p1[0], p1[1], p1[2], limit, boxes, links,
+                                           triangles, stack)
+    if tri < 0:
+        return False
+    t = triangles[tri]
+    rx, ry, rz = p1[0] - qx, p1[1] - qy, p1[2] - qz
+    dist = np.sqrt(d2)
+    if closed:
+        inside = rx * t[f] + ry * t[f + 1] + rz * t[f + 2] < 0.0
+        if not inside and d2 >= h * h:
+            return False
+        if dist > 1e-12:
+            sign = -1.0 if inside else 1.0
+            nx, ny, nz = sign * rx / dist, sign * ry / dist, sign * rz / dist
+        else:
+            nx, ny, nz = t[f], t[f + 1], t[f + 2]
+    elif dist > 1e-12:
+        nx, ny, nz = rx / dist, ry / dist, rz / dist
+    else:  # on an open sheet: the side the particle came from
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
+        if (p0[0] - qx) * nx + (p0[1] - qy) * ny + (p0[2] - qz) * nz < 0.0:
+            nx, ny, nz = -nx, -ny, -nz
+    out[3], out[4], out[5] = nx, ny, nz
+    out[0], out[1], out[2] = qx + nx * h, qy + ny * h, qz + nz * h
+    return True
+
+
+@njit(cache=True)
+def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, boxes,
+                     links, triangles, grids, distances, poses, scratch, stack, time, dt,
+                     planar):
+    """Push free particles out of every obstacle; returns how many contacts were made.
+
+    ``x_prev``: the positions before the step (m); ``colliders``: the collider table
+    (COLUMNS per row); ``meshes`` (m, 5) int64 [first node, node count, first triangle,
+    triangle count, first distance] into the BVH arrays and the distance grids (``grids``
+    (m, 8) their layout, bvh.distance_grid); ``poses`` (k, 2, 12), ``scratch`` (8,) and
+    ``stack`` scratch; ``time`` (s) the time at the start of the step of ``dt`` (s).
+    """
+    for c in range(colliders.shape[0]):
+        _pose(colliders[c], time, poses[c, 0])
+        _pose(colliders[c], time + dt, poses[c, 1])
+    p0 = scratch[0:3]
+    p1 = scratch[3:6]
+    out = scratch[6:12]
+    touching = 0
+    for i in range(x.shape[0]):
+        if fixed[i]:
+            continue
+        for g in range(grounds.shape[0]):
+            if x[i, 1] < grounds[g, 0]:
+                x[i, 1] = grounds[g, 0]
+                _resolve(v, i, 0.0, 1.0, 0.0, grounds[g, 1], 0.0, 0.0, 0.0)
+                touching += 1
+        for s in range(spheres.shape[0]):
+            dx = x[i, 0] - spheres[s, 0]
+            dy = x[i, 1] - spheres[s, 1]
+            dz = 0.0 if planar else x[i, 2] - spheres[s, 2]
+            dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+            radius = spheres[s, 3]
+            if dist >= radius:
+                continue
+            if dist < 1e-12:  # at the centre: push straight up
+                dx, dy, dz, dist = 0.0, 1.0, 0.0, 1.0
+            nx = dx / dist
+            ny = dy / dist
+            nz = dz / dist
+            x[i, 0] = spheres[s, 0] + nx * radius
+            x[i, 1] = spheres[s, 1] + ny * radius
+            if not planar:
+                x[i, 2] = spheres[s, 2] + nz * radius
+            _resolve(v, i, nx, ny, nz, spheres[s, 4], 0.0, 0.0, 0.0)
+            touching += 1
+        for c in range(colliders.shape[0]):
+            row = colliders[c]
+            before = poses[c, 0]
+            after = poses[c, 1]
+            p0[0], p0[1], p0[2] = _to_local(before, x_prev[i, 0], x_prev[i, 1], x_prev[i, 2])
+            p1[0], p1[1], p1[2] = _to_local(after, x[i, 0], x[i, 1], x[i, 2])
+            kind = int(row[KIND])
+            if kind == BOX:
+                touched = _box(p0, p1, row[P0:P0 + 3], out)
+            elif kind == CAPSULE:
+                touched = _capsule(p0, p1, row[P0], row[P1], out)
+            else:
+                m = int(row[MESH_INDEX])
+                n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
+                g0 = meshes[m, 4]
+                g1 = g0 + int(grids[m, 4] * grids[m, 5] * grids[m, 6])
+                touched = _mesh(p0, p1, row[P0], row[CLOSED] != 0.0, boxes[n0:n0 + nn],
+                                links[n0:n0 + nn], triangles[t0:t0 + tn], grids[m],
+                                distances[g0:g1], stack, out)
+            if not touched:
+                continue
+            wx, wy, wz = _rotate(after, out[0], out[1], out[2])
+            nx, ny, nz = _rotate(after, out[3], out[4], out[5])
+            x[i, 0] = wx + after[0]
+            x[i, 1] = wy + after[1]
+            if not planar:
+                x[i, 2] = wz + after[2]
+            # the surface velocity at the contact: velocity + spin x (p - centre)
+            w0, w1, w2 = row[SPIN], row[SPIN + 1], row[SPIN + 2]
+            sx = row[VELOCITY] + w1 * wz - w2 * wy
+            sy = row[VELOCITY + 1] + w2 * wx - w0 * wz
+            sz = row[VELOCITY + 2] + w0 * wy - w1 * wx
+            _resolve(v, i, nx, ny, nz, row[FRICTION], sx, sy, sz)
+            if planar:
+                v[i, 2] = 0.0
+            touching += 1
+    return touching
