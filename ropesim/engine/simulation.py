@@ -64,6 +64,7 @@ from .model import (
 )
 from .state import Changed, Model, Params, State, kinetic_energy
 from . import tearing
+from .topology import Topology, TopologyEditing
 
 #: most steps one ``step(n)`` call takes (call again to go on)
 MAX_STEPS_PER_CALL = 10**9
@@ -131,7 +132,7 @@ def _count(value: Any, name: str, minimum: int, maximum: int) -> int:
     return int(value)
 
 
-class Simulation:
+class Simulation(TopologyEditing):
     """A running mass-spring simulation.
 
     Parameters
@@ -233,6 +234,7 @@ class Simulation:
         self._summary = np.zeros(3)
         self._scan = np.zeros(3)
         self._tearing = tearing.Tearing(self._params)
+        self._topology = Topology(system)  # live spring edits (topology.py)
         self._max_stretch: float | None = None
         self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
 
@@ -703,7 +705,9 @@ class Simulation:
                                  self._dt, reason, advice, detected)
 
     def reset(self) -> None:
-        """Back to the system's initial state and pins; settings and parameters are kept."""
+        """Back to the system's initial state, pins and topology (topology.py); settings
+        and parameters are kept."""
+        self._reset_topology()
         self._x[:] = self.system.positions3()
         self._v[:] = self.system.velocities3()
         self._pinned[:] = self.system.pinned
@@ -744,6 +748,7 @@ class Simulation:
         self._fixed[:] = self._pinned
         if self._grabbed is not None:
             self._fixed[self._grabbed] = 1
+        self._mark_removed_fixed()
         for integrator in self._integrators.values():
             integrator.notify_model_changed(Changed.FIXED)
         self._stable_dt = None
@@ -759,6 +764,7 @@ class Simulation:
         call again to move it. A target outside :meth:`grab_reach` is pulled back onto
         that sphere (so the state stays finite however far a pointer ray reaches)."""
         i = self._check_index(i)
+        self._check_not_removed(i)
         point = self._as_point(target, "target", "m")
         centre, reach = self.grab_reach()
         offset = point - centre

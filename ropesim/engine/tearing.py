@@ -187,6 +187,15 @@ class Tearing:
         self.breakable = False  # any finite break strain
         self.n_broken = 0
 
+    def set_springs(self, stiffness: np.ndarray, damping: np.ndarray,
+                    break_strain: np.ndarray, broken: np.ndarray) -> None:
+        """A live topology edit (engine/topology.py): the per-spring arrays of the new
+        spring list (user stiffness N/m, damping N*s/m, break strains, broken mask)."""
+        self.stiffness, self.damping = stiffness, damping
+        self.break_strain, self.broken = break_strain, broken
+        self.breakable = bool(np.isfinite(break_strain).any())
+        self.n_broken = int(np.count_nonzero(broken))
+
     def set_break_strain(self, value: Any) -> None:
         self.break_strain[:] = break_strains(value, self.broken.shape[0])
         self.breakable = bool(np.isfinite(self.break_strain).any())
