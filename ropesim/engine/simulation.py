@@ -582,7 +582,7 @@ class Simulation(TopologyEditing):
         else:
             if isinstance(force, Wind):  # wind acts on this system's triangles or springs
                 force.bind(self.system.triangles, self._model.spring_a, self._model.spring_b,
-                           self.planar)
+                           self.planar, self._tearing.broken)
             self._model.forces.append(force)
         self._changed(Changed.FORCES)
         return force
@@ -867,6 +867,26 @@ class Simulation(TopologyEditing):
     def max_stretch(self, value: float | None) -> None:
         self._max_stretch = tearing.stretch_limit(value)
 
+    @property
+    def crack_tip_factor(self) -> float:
+        """Crack-tip weakening (tearing.py): for crack_tip_time s after a spring breaks by
+        strain, the springs sharing a particle with it break at this times their break
+        strain; in (0, 1], 1 (the default) = off."""
+        return self._tearing.crack_tip_factor
+
+    @crack_tip_factor.setter
+    def crack_tip_factor(self, value: float) -> None:
+        self._tearing.crack_tip_factor = tearing.crack_tip_setting(value, "crack_tip_factor")
+
+    @property
+    def crack_tip_time(self) -> float:
+        """How long a crack tip's neighbours stay weakened, s (> 0; default 0.05)."""
+        return self._tearing.crack_tip_time
+
+    @crack_tip_time.setter
+    def crack_tip_time(self, value: float) -> None:
+        self._tearing.crack_tip_time = tearing.crack_tip_setting(value, "crack_tip_time")
+
     def _write_broken(self) -> None:
         """Broken springs to stiffness and damping 0 (user values kept), integrators told."""
         self._tearing.write(self._params)
@@ -876,7 +896,8 @@ class Simulation(TopologyEditing):
         """The end-of-step tearing check, then the strain limit (order: tearing.py)."""
         model = self._model
         if self._tearing.breakable and self._tearing.check(
-                self._x, model.spring_a, model.spring_b, self._params.rest_lengths):
+                self._x, model.spring_a, model.spring_b, self._params.rest_lengths,
+                self._state.time + dt):
             self._write_broken()
         if self._max_stretch is not None:
             self.stretch_passes = tearing.limit_stretch(

@@ -299,7 +299,8 @@ class TopologyEditing:
             triangles=triangles, pinned=self._topology.initial.pinned)
         for force in self._model.forces:
             if isinstance(force, Wind):
-                force.bind(self.system.triangles, spring_a, spring_b, self.planar)
+                force.bind(self.system.triangles, spring_a, spring_b, self.planar,
+                           tear.broken)
         self._topology.version += 1
         self._topology.edited = True
         self._changed(Changed.TOPOLOGY | Changed.SPRINGS)
