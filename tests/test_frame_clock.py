@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ropesim.app.frame_clock import BUDGET_FRACTION, MAX_FRAME_TIME, FrameClock
+from ropesim.app.frame_clock import (BUDGET_FRACTION, MAX_FRAME_TIME, MIN_BUDGET_FRACTION, MIN_FPS,
+                                     FrameClock)
 from ropesim.render.frame_loop import FrameAdvance
 
 DT = 0.001   # s
@@ -63,6 +64,31 @@ def test_slow_physics_is_capped_by_the_budget_and_cannot_spiral():
     assert clock.budget_limited and clock.accumulator == 0.0  # the debt is dropped
     factor = sum(run["simulated"][-50:]) / sum(settled)
     assert factor == pytest.approx(BUDGET_FRACTION * DT / 0.002, rel=0.2)
+
+
+def test_a_slow_draw_with_slow_physics_keeps_the_minimum_frame_rate():
+    """A 25 ms draw (a large cloth on a software rasteriser) and physics that cannot keep
+    up: the budget gives the physics what is left of a 1 / MIN_FPS frame, so frames
+    settle at MIN_FPS rather than at draw / (1 - BUDGET_FRACTION) = 20 fps."""
+    clock = FrameClock()
+    draw, step = 0.025, 0.0005
+    run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
+    settled = run["frame"][-50:]
+    assert max(settled) <= 1.0 / MIN_FPS + step + 1e-9
+    assert min(settled) >= 1.0 / MIN_FPS - 2 * step          # and it uses what is left
+    assert clock.budget_limited
+    assert clock.fps == pytest.approx(MIN_FPS, rel=0.03)
+
+
+def test_below_the_minimum_frame_rate_the_physics_keeps_its_minimum_share():
+    """A 60 ms draw cannot make MIN_FPS: the physics still gets MIN_BUDGET_FRACTION of
+    each frame, so frames settle at draw / (1 - MIN_BUDGET_FRACTION) and it moves on."""
+    clock = FrameClock()
+    draw, step = 0.06, 0.0005
+    run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
+    for frame, physics in zip(run["frame"][-50:-1], run["physics"][-49:]):
+        assert physics == pytest.approx(MIN_BUDGET_FRACTION * frame, abs=step)
+    assert max(run["frame"][-50:]) == pytest.approx(draw / (1 - MIN_BUDGET_FRACTION), abs=2 * step)
 
 
 def test_the_first_frames_of_an_unmeasured_physics_are_not_capped():

@@ -8,6 +8,10 @@ slow draw never slows the physics down (a longer frame owes more steps and allow
 more), while physics that cannot keep up is capped: the time it could not simulate
 is dropped, the simulation runs slower than real time, and the frames cannot
 spiral (a frame's physics is at most ``BUDGET_FRACTION`` of the previous frame).
+When the draw alone is slow (a large cloth on a software rasteriser) the budget
+also yields to the frame rate: it shrinks to what keeps frames at ``MIN_FPS`` (the
+frame's time minus the draw's), but never below ``MIN_BUDGET_FRACTION`` of the
+frame, so physics that cannot keep up does not halve the frame rate as well.
 
 The clock also keeps the frame rate and the real-time factor (simulated s per real
 s, both over the last ``FPS_WINDOW`` s), the steps of the last frame and the wall
@@ -28,6 +32,8 @@ from ..render.frame_loop import FrameAdvance
 MAX_FRAME_TIME = 0.25        # s; a longer frame (window dragged, debugger) counts as this
 FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
 BUDGET_FRACTION = 0.5        # share of each frame's real duration the physics may use
+MIN_FPS = 30.0               # frames per s the budget keeps while the physics is capped
+MIN_BUDGET_FRACTION = 0.15   # share of the frame the physics keeps even below MIN_FPS
 STEP_COST_FRAMES = 15        # frames whose ms per step the budget's median is taken over
 TIME_SCALES = (1 / 64, 4.0)  # slowest and fastest slow-motion factor (1: real time)
 
@@ -55,6 +61,7 @@ class FrameClock:
         self._step_costs: deque[float] = deque(maxlen=STEP_COST_FRAMES)  # ms per step
         self._frames: deque[list[float]] = deque()   # [real s, simulated s] per frame
         self._skip_next = False
+        self._last_physics_s = 0.0        # wall time of the last frame's steps, s
         self._first_cost_pending = True   # the next measured frame may hold a compile
 
     # -- frames ------------------------------------------------------------------------------
@@ -92,15 +99,21 @@ class FrameClock:
         return costs[middle] if len(costs) % 2 else 0.5 * (costs[middle - 1] + costs[middle])
 
     def step_budget(self, frame_time: float) -> int:
-        """Most steps the frame's budget holds: ``budget_fraction * frame_time`` over the
-        measured ms per step (at least 1, so the simulation always moves; no limit while
-        the cost is not yet measured)."""
+        """Most steps the frame's budget holds, over the measured ms per step (at least
+        1, so the simulation always moves; no limit while the cost is not yet measured).
+        The budget is ``budget_fraction * frame_time`` s, lowered to the time that keeps
+        the frame rate at MIN_FPS (1 / MIN_FPS less the draw: ``frame_time`` less the
+        last frame's physics), but not below ``MIN_BUDGET_FRACTION * frame_time``."""
         if not self._step_costs:
             return sys.maxsize
         ms = self.ms_per_step
         if ms <= 0:   # too fast for the timer: no limit
             return sys.maxsize
-        return max(1, int(self.budget_fraction * frame_time * 1000.0 / ms))
+        draw_s = max(frame_time - self._last_physics_s, 0.0)
+        keeps_fps_s = 1.0 / MIN_FPS - draw_s
+        budget_s = min(self.budget_fraction * frame_time,
+                       max(MIN_BUDGET_FRACTION * frame_time, keeps_fps_s))
+        return max(1, int(budget_s * 1000.0 / ms))
 
     def steps_for(self, frame_time: float, dt: float) -> int:
         """Steps of ``dt`` (s) owed after ``frame_time`` s of real time (times
@@ -124,6 +137,7 @@ class FrameClock:
     def clear(self) -> None:
         """Forget the time owed (after a pause, a reset or a dt change)."""
         self.accumulator = 0.0
+        self._last_physics_s = 0.0
 
     def compiled(self) -> None:
         """The kernels are compiled (a warm-up step ran): the next frame's cost counts."""
@@ -138,6 +152,7 @@ class FrameClock:
         """Take the steps of ``dt`` (s) and the wall time of the frame just run into
         the statistics; ``measure=False`` keeps its wall time out of the step cost."""
         self.steps_last_frame = advance.steps
+        self._last_physics_s = advance.seconds
         if self._frames:
             self._frames[-1][1] += advance.steps * dt
             self._update_factor(sum(real for real, _ in self._frames))
@@ -153,5 +168,5 @@ class FrameClock:
         return 1.0 / self.fps if self.fps > 0 else 1.0 / 60.0
 
 
-__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME", "STEP_COST_FRAMES",
-           "TIME_SCALES"]
+__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME", "MIN_BUDGET_FRACTION",
+           "MIN_FPS", "STEP_COST_FRAMES", "TIME_SCALES"]
