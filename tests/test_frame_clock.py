@@ -68,10 +68,10 @@ def test_slow_physics_is_capped_by_the_budget_and_cannot_spiral():
 
 def test_a_slow_draw_with_slow_physics_keeps_the_minimum_frame_rate():
     """A 25 ms draw (a large cloth on a software rasteriser) and physics that cannot keep
-    up: the budget gives the physics what is left of a 1 / MIN_FPS frame, so frames
-    settle at MIN_FPS rather than at draw / (1 - BUDGET_FRACTION) = 20 fps."""
+    real time in half a frame (0.8 ms per 1 ms step): the physics gets what is left of a
+    1 / MIN_FPS frame, so frames settle at MIN_FPS, not at draw / (1 - BUDGET_FRACTION)."""
     clock = FrameClock()
-    draw, step = 0.025, 0.0005
+    draw, step = 0.025, 0.0008
     run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
     settled = run["frame"][-50:]
     assert max(settled) <= 1.0 / MIN_FPS + step + 1e-9
@@ -84,11 +84,21 @@ def test_below_the_minimum_frame_rate_the_physics_keeps_its_minimum_share():
     """A 60 ms draw cannot make MIN_FPS: the physics still gets MIN_BUDGET_FRACTION of
     each frame, so frames settle at draw / (1 - MIN_BUDGET_FRACTION) and it moves on."""
     clock = FrameClock()
-    draw, step = 0.06, 0.0005
+    draw, step = 0.06, 0.0008
     run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
     for frame, physics in zip(run["frame"][-50:-1], run["physics"][-49:]):
         assert physics == pytest.approx(MIN_BUDGET_FRACTION * frame, abs=step)
     assert max(run["frame"][-50:]) == pytest.approx(draw / (1 - MIN_BUDGET_FRACTION), abs=2 * step)
+
+
+def test_physics_that_fits_the_budget_keeps_real_time_below_the_minimum_frame_rate():
+    """A 60 ms draw (a loaded machine) and physics at 0.3 ms per 1 ms step: real time
+    fits in BUDGET_FRACTION of the frame, so it runs in full; the frame rate gives."""
+    clock = FrameClock()
+    run = run_loop(clock, draw_s=0.06, step_s=0.0003, frames=200)
+    assert sum(run["simulated"][-50:]) == pytest.approx(sum(run["frame"][-50:]), rel=0.02)
+    assert not clock.budget_limited
+    assert clock.fps == pytest.approx(0.7 / 0.06, rel=0.05) and clock.fps < MIN_FPS
 
 
 def test_the_first_frames_of_an_unmeasured_physics_are_not_capped():

@@ -8,10 +8,11 @@ slow draw never slows the physics down (a longer frame owes more steps and allow
 more), while physics that cannot keep up is capped: the time it could not simulate
 is dropped, the simulation runs slower than real time, and the frames cannot
 spiral (a frame's physics is at most ``BUDGET_FRACTION`` of the previous frame).
-When the draw alone is slow (a large cloth on a software rasteriser) the budget
-also yields to the frame rate: it shrinks to what keeps frames at ``MIN_FPS`` (the
-frame's time minus the draw's), but never below ``MIN_BUDGET_FRACTION`` of the
-frame, so physics that cannot keep up does not halve the frame rate as well.
+Physics that cannot keep real time even in that budget (a large cloth) is not
+real time whatever the frame rate, so it also yields to the frame rate: its steps
+shrink to what keeps frames at ``MIN_FPS`` (1 / MIN_FPS less the draw), but never
+below ``MIN_BUDGET_FRACTION`` of the frame; it then does not halve the frame rate
+as well. Physics that fits the budget always runs in full (real time first).
 
 The clock also keeps the frame rate and the real-time factor (simulated s per real
 s, both over the last ``FPS_WINDOW`` s), the steps of the last frame and the wall
@@ -99,29 +100,39 @@ class FrameClock:
         return costs[middle] if len(costs) % 2 else 0.5 * (costs[middle - 1] + costs[middle])
 
     def step_budget(self, frame_time: float) -> int:
-        """Most steps the frame's budget holds, over the measured ms per step (at least
-        1, so the simulation always moves; no limit while the cost is not yet measured).
-        The budget is ``budget_fraction * frame_time`` s, lowered to the time that keeps
-        the frame rate at MIN_FPS (1 / MIN_FPS less the draw: ``frame_time`` less the
-        last frame's physics), but not below ``MIN_BUDGET_FRACTION * frame_time``."""
+        """Most steps the frame's budget holds: ``budget_fraction * frame_time`` over the
+        measured ms per step (at least 1, so the simulation always moves; no limit while
+        the cost is not yet measured)."""
+        return self._steps_in(self.budget_fraction * frame_time)
+
+    def frame_rate_budget(self, frame_time: float) -> int:
+        """Steps for physics that cannot keep real time: the time that keeps the frame
+        rate at MIN_FPS (1 / MIN_FPS less the draw, which is ``frame_time`` less the last
+        frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and at most the
+        full budget, over the measured ms per step (at least 1)."""
+        draw_s = max(frame_time - self._last_physics_s, 0.0)
+        keeps_fps_s = 1.0 / MIN_FPS - draw_s
+        return self._steps_in(min(self.budget_fraction * frame_time,
+                                  max(MIN_BUDGET_FRACTION * frame_time, keeps_fps_s)))
+
+    def _steps_in(self, seconds: float) -> int:
         if not self._step_costs:
             return sys.maxsize
         ms = self.ms_per_step
         if ms <= 0:   # too fast for the timer: no limit
             return sys.maxsize
-        draw_s = max(frame_time - self._last_physics_s, 0.0)
-        keeps_fps_s = 1.0 / MIN_FPS - draw_s
-        budget_s = min(self.budget_fraction * frame_time,
-                       max(MIN_BUDGET_FRACTION * frame_time, keeps_fps_s))
-        return max(1, int(budget_s * 1000.0 / ms))
+        return max(1, int(seconds * 1000.0 / ms))
 
     def steps_for(self, frame_time: float, dt: float) -> int:
         """Steps of ``dt`` (s) owed after ``frame_time`` s of real time (times
-        ``time_scale``), at most :meth:`step_budget`. Time the budget cannot cover is
-        dropped, not carried over."""
+        ``time_scale``) if :meth:`step_budget` holds them, else
+        :meth:`frame_rate_budget`. Time the budget cannot cover is dropped, not carried
+        over."""
         owed = self.accumulator + frame_time * self.time_scale
         wanted = int(owed / dt + 1e-9)
-        steps = min(wanted, self.step_budget(frame_time))
+        steps = wanted
+        if wanted > self.step_budget(frame_time):
+            steps = min(wanted, self.frame_rate_budget(frame_time))
         self.budget_limited = steps < wanted
         self.accumulator = 0.0 if self.budget_limited else owed - steps * dt
         return steps
