@@ -101,6 +101,17 @@ def test_physics_that_fits_the_budget_keeps_real_time_below_the_minimum_frame_ra
     assert clock.fps == pytest.approx(0.7 / 0.06, rel=0.05) and clock.fps < MIN_FPS
 
 
+def test_max_steps_per_frame_caps_the_steps_as_the_viewers_substeps_flag_asks():
+    """``--substeps 4`` with dt = 1 ms at 60 fps: 4 ms of simulated time per 16.7 ms frame
+    (slow motion), the rest dropped, however cheap the physics."""
+    clock = FrameClock()
+    clock.max_steps_per_frame = 4
+    run = run_loop(clock, draw_s=1.0 / 60.0, step_s=0.0, frames=120)
+    assert all(simulated == pytest.approx(4 * DT) for simulated in run["simulated"])
+    assert clock.budget_limited and clock.accumulator == 0.0
+    assert clock.real_time_factor == pytest.approx(4 * DT * 60.0, rel=0.02)
+
+
 def test_the_first_frames_of_an_unmeasured_physics_are_not_capped():
     clock = FrameClock()
     clock.tick(0.2)

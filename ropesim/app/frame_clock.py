@@ -46,7 +46,8 @@ class FrameClock:
     asked for (1: real time); ``fps`` frames per s; ``real_time_factor`` simulated s
     per real s achieved; ``ms_per_step`` the wall time of one step, ms;
     ``steps_last_frame`` the steps run in the last frame; ``budget_limited`` whether
-    the last frame's steps were capped by the time budget.
+    the last frame's steps were capped by the time budget (or by ``max_steps_per_frame``,
+    None: no fixed cap; the viewer's ``--substeps N`` sets it).
     """
 
     def __init__(self, budget_fraction: float = BUDGET_FRACTION) -> None:
@@ -59,6 +60,7 @@ class FrameClock:
         self.real_time_factor = 0.0
         self.steps_last_frame = 0
         self.budget_limited = False
+        self.max_steps_per_frame: int | None = None
         self._step_costs: deque[float] = deque(maxlen=STEP_COST_FRAMES)  # ms per step
         self._frames: deque[list[float]] = deque()   # [real s, simulated s] per frame
         self._skip_next = False
@@ -125,14 +127,16 @@ class FrameClock:
 
     def steps_for(self, frame_time: float, dt: float) -> int:
         """Steps of ``dt`` (s) owed after ``frame_time`` s of real time (times
-        ``time_scale``) if :meth:`step_budget` holds them, else
-        :meth:`frame_rate_budget`. Time the budget cannot cover is dropped, not carried
-        over."""
+        ``time_scale``), at most ``max_steps_per_frame``, if :meth:`step_budget` holds
+        them, else :meth:`frame_rate_budget`. Time the budget (or the cap) cannot cover
+        is dropped, not carried over."""
         owed = self.accumulator + frame_time * self.time_scale
         wanted = int(owed / dt + 1e-9)
         steps = wanted
-        if wanted > self.step_budget(frame_time):
-            steps = min(wanted, self.frame_rate_budget(frame_time))
+        if self.max_steps_per_frame is not None:
+            steps = min(steps, int(self.max_steps_per_frame))
+        if steps > self.step_budget(frame_time):
+            steps = min(steps, self.frame_rate_budget(frame_time))
         self.budget_limited = steps < wanted
         self.accumulator = 0.0 if self.budget_limited else owed - steps * dt
         return steps

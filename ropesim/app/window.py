@@ -49,8 +49,9 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(samples=0, scene_samples=SCENE_SAMPLES)
     add_scene_arguments(parser, optional_scene=True)
     parser.add_argument("--substeps", type=number(int),
-                        help="the scene's substeps (kept for scene files and scripts; the "
-                             "window steps in real time within a time budget per frame)")
+                        help="at most N steps per frame (slow motion when N * dt is shorter "
+                             "than a frame); default: as many as real time needs, within "
+                             "the frame's time budget")
     parser.add_argument("--camera", metavar="AZ,EL,DIST[,TX,TY,TZ]",
                         help="initial camera: degrees, m")
     parser.add_argument("--paused", action="store_true", help="start paused")
@@ -101,6 +102,8 @@ class RopesimWindow(moderngl_window.WindowConfig):
             frame_source=self.capture_frame,
         )
         self.controller.show_ui = not args.no_panel
+        if args.substeps is not None:   # validated with the scene (1..MAX_SUBSTEPS)
+            self.controller.frame_clock.max_steps_per_frame = int(args.substeps)
         self.renderer = Renderer(self.ctx, self.controller.sim)
         self.controller.mouse.particle_radius = self.renderer.particle_radius
         self.imgui = ImguiRenderer(self.wnd)
