@@ -9,10 +9,12 @@ more), while physics that cannot keep up is capped: the time it could not simula
 is dropped, the simulation runs slower than real time, and the frames cannot
 spiral (a frame's physics is at most ``BUDGET_FRACTION`` of the previous frame).
 Physics that cannot keep real time even in that budget (a large cloth) is not
-real time whatever the frame rate, so it also yields to the frame rate: its steps
-shrink to what keeps frames at ``MIN_FPS`` (1 / MIN_FPS less the draw), but never
-below ``MIN_BUDGET_FRACTION`` of the frame; it then does not halve the frame rate
-as well. Physics that fits the budget always runs in full (real time first).
+real time whatever the frame rate, so while the draw alone is faster than ``MIN_FPS``
+it yields to the frame rate: its steps shrink to what keeps frames at MIN_FPS
+(1 / MIN_FPS less the draw), but never below ``MIN_BUDGET_FRACTION`` of the frame;
+it then does not halve the frame rate as well. A draw slower than that (a loaded
+machine) would not reach MIN_FPS anyway, so the physics keeps the full budget there.
+Physics that fits the budget always runs in full (real time first).
 
 The clock also keeps the frame rate and the real-time factor (simulated s per real
 s, both over the last ``FPS_WINDOW`` s), the steps of the last frame and the wall
@@ -111,8 +113,11 @@ class FrameClock:
         """Steps for physics that cannot keep real time: the time that keeps the frame
         rate at MIN_FPS (1 / MIN_FPS less the draw, which is ``frame_time`` less the last
         frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and at most the
-        full budget, over the measured ms per step (at least 1)."""
+        full budget, over the measured ms per step (at least 1). The full budget when
+        the draw alone takes 1 / MIN_FPS or longer (yielding would not reach MIN_FPS)."""
         draw_s = max(frame_time - self._last_physics_s, 0.0)
+        if draw_s >= 1.0 / MIN_FPS:
+            return self.step_budget(frame_time)
         keeps_fps_s = 1.0 / MIN_FPS - draw_s
         return self._steps_in(min(self.budget_fraction * frame_time,
                                   max(MIN_BUDGET_FRACTION * frame_time, keeps_fps_s)))
