@@ -4,6 +4,15 @@
     python benchmarks/time_draw.py                       # 64, 128, 256; 1280x720; MSAA 0 and 4
     python benchmarks/time_draw.py --sizes 128 --samples 4 --draws 30
     python benchmarks/time_draw.py --json out.json       # also write the numbers
+    python benchmarks/time_draw.py --window              # whole frames in the real window
+
+``--window`` measures what a user sees: the real viewer window (under $DISPLAY, or an
+Xvfb it starts), 1280 x 720 px with its panel, the default scene's cloth resized
+with ``--set cloth.nx=N cloth.ny=N``, running (not paused) in every draw mode. A
+frame is the window's whole frame: the simulation's steps within the frame
+clock's budget, the upload, the draw (4x MSAA, shadows), the panel and the
+buffer swap; the figures are the median wall-clock ms per frame (and fps) and
+the real-time factor the title shows. Each cloth size runs in a fresh process.
 
 The cloth lies in the x-z plane (1.15 m square, like the default scene's), bent
 into waves so its normals vary, above a ground at y = -1.5 m, framed by the
@@ -21,6 +30,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -74,6 +84,97 @@ def time_upload(ctx, renderer, draws: int) -> float:
     return 1e3 * statistics.median(times)
 
 
+def window_frames(n: int, modes: list[str], frames: int, size: str) -> list[dict]:
+    """Whole frames of the viewer window on an n x n cloth, per draw mode: median
+    wall ms and CPU ms per frame, fps, the real-time factor and the LOD stride."""
+    from ropesim.app.viewer import create_viewer
+
+    app = create_viewer(["cloth", "--window", "pyglet", "--size", size,
+                         "--set", f"cloth.nx={n}", f"cloth.ny={n}"])
+    wnd, controller = app.wnd, app.controller
+    rows = []
+    last = time.perf_counter()
+
+    def frame() -> None:
+        nonlocal last
+        now = time.perf_counter()
+        wnd.use()
+        wnd.render(now, now - last)   # as moderngl_window.run_window_config_instance does
+        wnd.swap_buffers()
+        last = now
+
+    for _ in range(5):                # kernels compiled, cost measured, clock settled
+        frame()
+    for mode in modes:
+        controller.options.mode = mode
+        for _ in range(5):
+            frame()
+        wall, cpu, physics = [], [], []
+        for _ in range(frames):
+            t, c = time.perf_counter(), time.process_time()
+            frame()
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+            clock = controller.frame_clock
+            physics.append(clock.steps_last_frame * clock.ms_per_step)
+        ms = 1e3 * statistics.median(wall)
+        rows.append({"n": n, "mode": mode, "frame_ms": ms, "cpu_ms": 1e3 * statistics.median(cpu),
+                     "physics_ms": statistics.median(physics),
+                     "fps": 1e3 / ms, "real_time_factor": controller.frame_clock.real_time_factor,
+                     "lod_stride": app.renderer.lod_stride})
+    wnd.close()
+    return rows
+
+
+def start_xvfb() -> subprocess.Popen | None:
+    """An Xvfb for the window benchmark when there is no $DISPLAY (None: one is set)."""
+    if os.environ.get("DISPLAY"):
+        return None
+    for number in range(150, 200):
+        if os.path.exists(f"/tmp/.X11-unix/X{number}") or os.path.exists(f"/tmp/.X{number}-lock"):
+            continue
+        proc = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten",
+                                 "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if os.path.exists(f"/tmp/.X11-unix/X{number}"):
+                os.environ["DISPLAY"] = f":{number}"
+                return proc
+            time.sleep(0.05)
+        proc.kill()
+    raise SystemExit("could not start Xvfb for --window")
+
+
+def main_window(args: argparse.Namespace, modes: list[str]) -> int:
+    """--window: one fresh process per cloth size, a table of whole frames."""
+    xvfb = start_xvfb()
+    try:
+        print(f"# viewer window {args.size} px, panel shown, 4x MSAA, shadows; median of "
+              f"{args.draws} frames: wall ms per whole frame (CPU ms), physics wall ms, fps, "
+              "real-time factor")
+        print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"{'cloth':>9} " + " ".join(f"{m:>33}" for m in modes))
+        rows = []
+        for n in args.sizes:
+            out = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--window-child", str(n),
+                 "--draws", str(args.draws), "--size", args.size, "--modes", *modes],
+                capture_output=True, text=True, timeout=900, check=True)
+            found = json.loads(out.stdout.strip().splitlines()[-1])
+            rows += found
+            print(f"{f'{n}x{n}':>9} " + " ".join(
+                f"{r['frame_ms']:>6.1f} ({r['cpu_ms']:>5.1f}) {r['physics_ms']:>5.1f} "
+                f"{r['fps']:>4.1f} fps {r['real_time_factor']:>4.2f}x"
+                for r in found), flush=True)
+    finally:
+        if xvfb is not None:
+            xvfb.terminate()
+            xvfb.wait(timeout=10)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"window": args.size, "rows": rows}, f, indent=1)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256])
@@ -82,7 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="1280x720", help="framebuffer WxH px")
     parser.add_argument("--draws", type=int, default=15)
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--window", action="store_true",
+                        help="whole frames of the real viewer window (Xvfb if no $DISPLAY)")
+    parser.add_argument("--window-child", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.window_child:
+        print(json.dumps(window_frames(args.window_child, args.modes, args.draws, args.size)))
+        return 0
 
     import moderngl
 
@@ -91,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
 
     width, height = (int(v) for v in args.size.lower().split("x"))
     modes = args.modes or list(WIREFRAME_MODES)
+    if args.window:
+        return main_window(args, modes)
     ctx = moderngl.create_standalone_context(require=330, backend="egl")
     renderer_name = ctx.info["GL_RENDERER"]
     print(f"# {renderer_name}, {width}x{height} px, median of {args.draws} draws: wall ms (CPU ms)")

@@ -1,10 +1,11 @@
 #version 330 core
 // Anti-aliased grid lines (minor every cell, major every u_major cells) over a
 // translucent fill, fading out towards the edge of the plane (mixed with the
-// background colour here, so the plane is drawn without blending). With
-// u_shade_below the part of the plane below world height u_ground_y is filled
-// more opaquely and the ground level gets a line (a planar scene's ground,
-// seen edge-on). The plane receives the key light's shadow with contact
+// background colour here, so the plane is drawn without blending). Compiled
+// with GROUND_LINE (a planar scene's backdrop over a ground seen edge-on), the
+// part of the plane below world height u_ground_y is filled more opaquely and
+// the ground level gets a line; without it that code is left out (a software
+// rasteriser runs both sides of a branch). The plane receives the key light's shadow with contact
 // shading (shadow.glsl, floor_shadow.frag): darker and sharper right under a
 // caster.
 #include "shadow.glsl"
@@ -12,6 +13,7 @@
 in vec3 v_world;
 in vec2 v_plane;
 in vec2 v_corner;
+in vec2 v_light;
 
 uniform float u_cell;          // m
 uniform float u_major;         // cells per major line
@@ -19,7 +21,6 @@ uniform vec3 u_line_color;     // sRGB
 uniform vec3 u_fill_color;     // sRGB
 uniform float u_fill_alpha;
 uniform vec3 u_background;     // sRGB: the plane fades into it (drawn opaque, no blending)
-uniform bool u_shade_below;
 uniform float u_ground_y;      // m
 
 out vec4 f_color;
@@ -41,7 +42,8 @@ void main() {
     float line = max(0.45 * minor, 0.9 * major);
     vec3 fill = u_fill_color;
     float fill_alpha = u_fill_alpha;
-    if (u_shade_below) {
+#ifdef GROUND_LINE
+    {
         if (v_world.y < u_ground_y) {
             fill *= 1.5;
             fill_alpha = 0.85;
@@ -49,7 +51,8 @@ void main() {
         float px = abs(v_world.y - u_ground_y) / max(fwidth(v_world.y), 1e-9);
         line = max(line, 1.0 - clamp(px - 1.0, 0.0, 1.0));   // the ground line, 2-3 px
     }
-    vec2 shadow = floor_shadow(v_world);   // (visibility, occlusion)
+#endif
+    vec2 shadow = floor_shadow(v_light);   // (visibility, occlusion)
     float light = mix(0.38, 1.0, shadow.x) * (1.0 - 0.45 * shadow.y);
     float fade = 1.0 - smoothstep(0.55, 1.0, length(v_corner));
     float alpha = mix(fill_alpha, 1.0, line) * fade;

@@ -14,25 +14,18 @@
 // texture laid over the shadow map (indexed by the same light coordinates) and
 // the floor reads that back with floor_shadow(): one bilinear tap per pixel.
 
+#include "light_space.glsl"
+
 uniform bool u_shadows;                 // false: everything fully lit
 uniform sampler2DShadow u_shadow_map;   // depth, compared (LINEAR: 2x2 PCF per tap)
 uniform sampler2D u_shadow_depth;       // the same depth, raw (blocker search)
-uniform mat4 u_light_vp;                // world -> light clip space
-uniform float u_shadow_texel_m;         // m covered by one shadow-map texel
 uniform float u_light_depth_m;          // m covered by the light's depth range 0..1
-uniform float u_receiver_bias_m;        // extra normal offset, m (coarse casters)
 uniform sampler2D u_floor_shadow;       // (visibility, occlusion) of the floor by light uv
 
 const vec2 POISSON[12] = vec2[12](
     vec2(-0.326, -0.406), vec2(-0.840, -0.074), vec2(-0.696, 0.457), vec2(-0.203, 0.621),
     vec2(0.962, -0.195), vec2(0.473, -0.480), vec2(0.519, 0.767), vec2(0.185, -0.893),
     vec2(0.507, 0.064), vec2(0.896, 0.412), vec2(-0.322, -0.933), vec2(-0.792, -0.598));
-
-// Light-space texture coordinates (xy) and depth (z) of a world point, 0..1 inside.
-vec3 light_coords(vec3 world) {
-    vec4 c = u_light_vp * vec4(world, 1.0);
-    return c.xyz / c.w * 0.5 + 0.5;
-}
 
 bool outside_map(vec3 p) {
     return any(lessThan(p, vec3(0.0))) || any(greaterThan(p, vec3(1.0)));
@@ -46,13 +39,17 @@ float pcf(vec3 p, float radius_texels) {
     return sum / 8.0;
 }
 
-// n: unit normal of the receiver (either side); 1 = lit, 0 = in shadow.
-float shadow_visibility(vec3 world, vec3 n) {
+// p: light coordinates of the receiver, already pushed along its normal by
+// receiver_offset_m(); 1 = lit, 0 = in shadow.
+float shadow_visibility_at(vec3 p) {
     if (!u_shadows) return 1.0;
-    float offset = 1.5 * u_shadow_texel_m + u_receiver_bias_m;
-    vec3 p = light_coords(world + n * offset);
     if (outside_map(p)) return 1.0;
     return texture(u_shadow_map, p);
+}
+
+// n: unit normal of the receiver (either side); 1 = lit, 0 = in shadow.
+float shadow_visibility(vec3 world, vec3 n) {
+    return shadow_visibility_at(light_coords(world + n * receiver_offset_m()));
 }
 
 // The floor: visibility of the key light, and in occlusion how much of the
@@ -79,10 +76,10 @@ float contact_shadow(vec3 world, vec3 n, out float occlusion) {
     return mix(1.0, visibility, 0.55 + 0.45 * near_caster);
 }
 
-// The floor's (visibility, occlusion) from the texture floor_shadow.frag made.
-vec2 floor_shadow(vec3 world) {
+// The floor's (visibility, occlusion) at light coordinates uv (light_coords().xy),
+// from the texture floor_shadow.frag made. Outside 0..1 the texture's clamped edge
+// answers: the light's frustum holds every caster, so its edge is lit.
+vec2 floor_shadow(vec2 uv) {
     if (!u_shadows) return vec2(1.0, 0.0);
-    vec3 p = light_coords(world);
-    if (any(lessThan(p.xy, vec2(0.0))) || any(greaterThan(p.xy, vec2(1.0)))) return vec2(1.0, 0.0);
-    return texture(u_floor_shadow, p.xy).rg;
+    return texture(u_floor_shadow, uv).rg;
 }

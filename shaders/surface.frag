@@ -5,6 +5,10 @@
 // a soft gingham of u_stripe-cell bands and a fine weave of two threads per cell,
 // both box-filtered over the pixel's footprint so they fade to their average
 // instead of aliasing (no moire) when the cells get small on screen.
+// CLOTH defined (the cloth's own program): the pattern is always on, the light
+// coordinates come from the vertex shader and a zero vertex normal stays unlit
+// by the key light instead of taking the face normal. A software rasteriser runs
+// both sides of a branch, so the cloth's program leaves out what it never uses.
 #include "lighting.glsl"
 #include "shadow.glsl"
 #include "strain.glsl"
@@ -13,6 +17,10 @@ in vec3 v_world;
 in vec3 v_normal;
 in vec2 v_uv;
 in float v_strain;
+#ifdef CLOTH
+in vec3 v_light;
+in vec3 v_light_offset;
+#endif
 
 uniform vec3 u_front_color;   // sRGB
 uniform vec3 u_back_color;    // sRGB
@@ -52,6 +60,9 @@ float fabric(vec2 uv) {
 
 void main() {
     vec3 n = v_normal;
+#ifdef CLOTH
+    n *= inversesqrt(max(dot(n, n), 1e-24));
+#else
     if (dot(n, n) < 1e-12) {
         // Degenerate vertex normal: use the flat face normal, in the winding's
         // orientation (counter-clockwise on screen = towards the viewer).
@@ -60,14 +71,20 @@ void main() {
         if (dot(n, n) < 1e-30) n = normalize(u_eye - v_world);
     }
     n = normalize(n);
+#endif
     vec3 base = u_front_color;
     if (!gl_FrontFacing) {
         n = -n;
         base = u_back_color;
     }
     if (u_strain) base = strain_color(v_strain);
+#ifdef CLOTH
+    base *= fabric(v_uv);
+    float lit = shadow_visibility_at(v_light + (gl_FrontFacing ? v_light_offset : -v_light_offset));
+#else
     if (u_fabric) base *= fabric(v_uv);
     float lit = shadow_visibility(v_world, n);
+#endif
     float ao = 1.0;
     if (u_contact_m > 0.0)
         ao = mix(0.45, 1.0, smoothstep(0.0, u_contact_m, v_world.y - u_ground_y));

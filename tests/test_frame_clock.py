@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ropesim.app.frame_clock import BUDGET_FRACTION, MAX_FRAME_TIME, FrameClock
+from ropesim.app.frame_clock import (BUDGET_FRACTION, MAX_FRAME_TIME, MIN_BUDGET_FRACTION, MIN_FPS,
+                                     FrameClock)
 from ropesim.render.frame_loop import FrameAdvance
 
 DT = 0.001   # s
@@ -63,6 +64,62 @@ def test_slow_physics_is_capped_by_the_budget_and_cannot_spiral():
     assert clock.budget_limited and clock.accumulator == 0.0  # the debt is dropped
     factor = sum(run["simulated"][-50:]) / sum(settled)
     assert factor == pytest.approx(BUDGET_FRACTION * DT / 0.002, rel=0.2)
+
+
+def test_a_slow_draw_with_slow_physics_keeps_the_minimum_frame_rate():
+    """A 25 ms draw (a large cloth on a software rasteriser) and physics that cannot keep
+    real time in half a frame (0.8 ms per 1 ms step): the physics gets what is left of a
+    1 / MIN_FPS frame, so frames settle at MIN_FPS, not at draw / (1 - BUDGET_FRACTION)."""
+    clock = FrameClock()
+    draw, step = 0.025, 0.0008
+    run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
+    settled = run["frame"][-50:]
+    assert max(settled) <= 1.0 / MIN_FPS + step + 1e-9
+    assert min(settled) >= 1.0 / MIN_FPS - 2 * step          # and it uses what is left
+    assert clock.budget_limited
+    assert clock.fps == pytest.approx(MIN_FPS, rel=0.03)
+
+
+def test_near_the_minimum_frame_rate_the_physics_keeps_its_minimum_share():
+    """A 31 ms draw leaves almost nothing of a 1 / MIN_FPS frame: the physics still gets
+    MIN_BUDGET_FRACTION of each frame, so frames settle at draw / (1 - that) and it moves on."""
+    clock = FrameClock()
+    draw, step = 0.031, 0.0008
+    run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
+    for frame, physics in zip(run["frame"][-50:-1], run["physics"][-49:]):
+        assert physics == pytest.approx(MIN_BUDGET_FRACTION * frame, abs=step)
+    assert max(run["frame"][-50:]) == pytest.approx(draw / (1 - MIN_BUDGET_FRACTION), abs=2 * step)
+
+
+def test_a_draw_slower_than_the_minimum_frame_rate_keeps_the_full_budget():
+    """A 60 ms draw (a loaded machine) cannot make MIN_FPS whatever the physics does: the
+    physics that cannot keep up keeps BUDGET_FRACTION of each frame, as without the floor."""
+    clock = FrameClock()
+    draw, step = 0.06, 0.0008
+    run = run_loop(clock, draw_s=draw, step_s=step, frames=200)
+    assert max(run["frame"][-50:]) == pytest.approx(draw / (1 - BUDGET_FRACTION), abs=2 * step)
+    assert clock.budget_limited
+
+
+def test_physics_that_fits_the_budget_keeps_real_time_below_the_minimum_frame_rate():
+    """A 60 ms draw (a loaded machine) and physics at 0.3 ms per 1 ms step: real time
+    fits in BUDGET_FRACTION of the frame, so it runs in full; the frame rate gives."""
+    clock = FrameClock()
+    run = run_loop(clock, draw_s=0.06, step_s=0.0003, frames=200)
+    assert sum(run["simulated"][-50:]) == pytest.approx(sum(run["frame"][-50:]), rel=0.02)
+    assert not clock.budget_limited
+    assert clock.fps == pytest.approx(0.7 / 0.06, rel=0.05) and clock.fps < MIN_FPS
+
+
+def test_max_steps_per_frame_caps_the_steps_as_the_viewers_substeps_flag_asks():
+    """``--substeps 4`` with dt = 1 ms at 60 fps: 4 ms of simulated time per 16.7 ms frame
+    (slow motion), the rest dropped, however cheap the physics."""
+    clock = FrameClock()
+    clock.max_steps_per_frame = 4
+    run = run_loop(clock, draw_s=1.0 / 60.0, step_s=0.0, frames=120)
+    assert all(simulated == pytest.approx(4 * DT) for simulated in run["simulated"])
+    assert clock.budget_limited and clock.accumulator == 0.0
+    assert clock.real_time_factor == pytest.approx(4 * DT * 60.0, rel=0.02)
 
 
 def test_the_first_frames_of_an_unmeasured_physics_are_not_capped():

@@ -413,3 +413,27 @@ def test_shader_includes_are_resolved() -> None:
     source = load_shader_source("surface.frag")
     assert "#include" not in source and "vec3 shade(" in source
     assert source.startswith("#version 330")
+
+
+def test_headless_camera_frames_a_cloth_enlarged_with_set_from_the_scenes_direction() -> None:
+    """`ropesim render cloth --set cloth.nx=96 cloth.ny=96` (a 4.75 m cloth, four times the
+    scene's): the headless camera frames its reach as the viewer does (render/framing.py),
+    from the scene's azimuth and elevation, instead of keeping the scene's distance (for
+    the 1.15 m cloth), so every particle, and where it will swing to, is in the picture."""
+    from ropesim.io.scenes import load
+    from ropesim.render.framing import reach_points
+    from ropesim.render.headless import make_camera
+
+    scene = load("cloth")
+    sim = scene.with_overrides({"cloth.nx": 96, "cloth.ny": 96}).simulation()
+    view = make_camera(sim, W / H, scene.camera)
+    assert view.azimuth == pytest.approx(scene.camera["azimuth"])
+    assert view.elevation == pytest.approx(scene.camera["elevation"])
+    pixels, _ = view.project(reach_points(sim), W, H)
+    assert np.all(np.isfinite(pixels))
+    assert pixels[:, 0].min() >= 0 and pixels[:, 0].max() <= W
+    assert pixels[:, 1].min() >= 0 and pixels[:, 1].max() <= H
+    # the scene's own distance (for its 24 x 24 cloth) would have cut the big one off
+    kept = make_camera(sim, W / H, scene.camera, dict(scene.camera))
+    cut, _ = kept.project(sim.positions, W, H)
+    assert np.nanmin(cut[:, 0]) < 0 or np.nanmax(cut[:, 0]) > W or np.any(~np.isfinite(cut))

@@ -376,6 +376,34 @@ def test_p_key_saves_a_fixed_size_screenshot(driver):
         assert image.size == (1280, 720)
 
 
+def _focused_window() -> int:
+    found = subprocess.run(["xdotool", "getwindowfocus"], capture_output=True, text=True,
+                           timeout=10)
+    return int(found.stdout.strip() or 0)
+
+
+def test_f11_keeps_the_keyboard_focus(driver):
+    """F11 into fullscreen and back (pyglet re-creates its X window each time): the new
+    window has the keyboard focus, so a hotkey typed to whatever window has the focus
+    (xdotool key without --window, as a user types) still reaches the viewer."""
+    import pyglet
+
+    if not driver.xdotool:
+        pytest.skip("needs xdotool to type to the focused window")
+    c = driver.controller
+    for fullscreen in (True, False):
+        driver.key("F11", pyglet.window.key.F11,
+                   until=lambda: bool(driver.wnd.fullscreen) == fullscreen)
+        assert driver.until(lambda: _focused_window() == driver.window_id), (
+            f"fullscreen={fullscreen}: the focus is on {_focused_window()}, "
+            f"not the viewer's window {driver.window_id}")
+        axes = c.options.show_axes
+        subprocess.run(["xdotool", "key", "a"], check=True, timeout=10)
+        assert driver.until(lambda: c.options.show_axes != axes), (
+            f"fullscreen={fullscreen}: the A key typed after F11 did not reach the viewer")
+    assert not driver.wnd.fullscreen
+
+
 def test_escape_closes_the_window_cleanly(driver):
     import pyglet
 

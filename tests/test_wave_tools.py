@@ -12,7 +12,7 @@ import pytest
 from ropesim.app.controller import ViewerController
 from ropesim.app.hotkeys import LEFT, MOUSE_HELP, RIGHT
 from ropesim.app.wave_tools import (
-    DEFAULT_STRENGTH, HISTORY_SECONDS, MAX_PROBES, MAX_SAMPLES, SHORTEST_FRAME, STRENGTH_LIMITS,
+    DEFAULT_STRENGTH, HISTORY_SECONDS, MAX_PROBES, SHORTEST_FRAME, STRENGTH_LIMITS,
     WaveTools, check_strength, history_capacity,
 )
 from ropesim.engine.waves import wave_experiment
@@ -145,20 +145,21 @@ def test_probes_are_limited_and_a_new_scene_clears_them():
 
 
 def test_history_capacity_holds_the_history_window_at_full_speed():
-    # 16 steps of 1 ms cap a frame at 16 ms, but a 120 Hz frame is shorter: 3 s / (1/120 s)
-    assert history_capacity(0.001, 16) == math.ceil(HISTORY_SECONDS / SHORTEST_FRAME) + 1
-    # 4 steps of 1 ms: frames of at least 4 ms -> 3 s / 4 ms
-    assert history_capacity(0.001, 4) == math.ceil(HISTORY_SECONDS / 0.004) + 1
-    assert history_capacity(1e-6, 1) == MAX_SAMPLES
+    # real-time stepping: a frame advances its duration, at least a 120 Hz frame: 3 s / (1/120 s)
+    assert history_capacity(0.001) == math.ceil(HISTORY_SECONDS / SHORTEST_FRAME) + 1
+    # a step longer than a frame: one step a frame at least -> 3 s / 20 ms
+    assert history_capacity(0.02) == math.ceil(HISTORY_SECONDS / 0.02) + 1
+    # a tiny dt no longer means one step a frame (16 steps of 1 us): still 120 Hz frames
+    assert history_capacity(1e-6) == math.ceil(HISTORY_SECONDS / SHORTEST_FRAME) + 1
 
 
 def test_probe_samples_accumulate_one_per_frame_and_stay_bounded():
     c = controller()
     c.waves.toggle_probe(c.sim, 10)
-    c.sim.substeps = 4                        # the history is sized from dt and substeps
-    run_frames(c, 1)                          # the first sample at 4 steps per frame resizes
+    c.sim.substeps = 4                        # substeps no longer size the history:
+    run_frames(c, 1)                          # the window steps in real time, not by them
     capacity = c.waves.capacity
-    assert capacity == history_capacity(c.sim.dt, 4)
+    assert capacity == history_capacity(c.sim.dt)
     times_buffer = c.waves._times
     run_frames(c, 9)
     (particle, times, _), = c.waves.series()
@@ -193,7 +194,7 @@ def test_a_dt_change_keeps_the_newest_samples():
     c.set_parameter("dt", 0.0005)
     run_frames(c, 1)
     (_, after, _), = c.waves.series()
-    assert c.waves.capacity == history_capacity(0.0005, c.sim.substeps)
+    assert c.waves.capacity == history_capacity(0.0005)
     np.testing.assert_array_equal(after[:-1], before)
 
 

@@ -8,6 +8,13 @@ slow draw never slows the physics down (a longer frame owes more steps and allow
 more), while physics that cannot keep up is capped: the time it could not simulate
 is dropped, the simulation runs slower than real time, and the frames cannot
 spiral (a frame's physics is at most ``BUDGET_FRACTION`` of the previous frame).
+Physics that cannot keep real time even in that budget (a large cloth) is not
+real time whatever the frame rate, so while the draw alone is faster than ``MIN_FPS``
+it yields to the frame rate: its steps shrink to what keeps frames at MIN_FPS
+(1 / MIN_FPS less the draw), but never below ``MIN_BUDGET_FRACTION`` of the frame;
+it then does not halve the frame rate as well. A draw slower than that (a loaded
+machine) would not reach MIN_FPS anyway, so the physics keeps the full budget there.
+Physics that fits the budget always runs in full (real time first).
 
 The clock also keeps the frame rate and the real-time factor (simulated s per real
 s, both over the last ``FPS_WINDOW`` s), the steps of the last frame and the wall
@@ -28,6 +35,8 @@ from ..render.frame_loop import FrameAdvance
 MAX_FRAME_TIME = 0.25        # s; a longer frame (window dragged, debugger) counts as this
 FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
 BUDGET_FRACTION = 0.5        # share of each frame's real duration the physics may use
+MIN_FPS = 30.0               # frames per s the budget keeps while the physics is capped
+MIN_BUDGET_FRACTION = 0.15   # share of the frame the physics keeps even below MIN_FPS
 STEP_COST_FRAMES = 15        # frames whose ms per step the budget's median is taken over
 TIME_SCALES = (1 / 64, 4.0)  # slowest and fastest slow-motion factor (1: real time)
 
@@ -39,7 +48,8 @@ class FrameClock:
     asked for (1: real time); ``fps`` frames per s; ``real_time_factor`` simulated s
     per real s achieved; ``ms_per_step`` the wall time of one step, ms;
     ``steps_last_frame`` the steps run in the last frame; ``budget_limited`` whether
-    the last frame's steps were capped by the time budget.
+    the last frame's steps were capped by the time budget (or by ``max_steps_per_frame``,
+    None: no fixed cap; the viewer's ``--substeps N`` sets it).
     """
 
     def __init__(self, budget_fraction: float = BUDGET_FRACTION) -> None:
@@ -52,9 +62,11 @@ class FrameClock:
         self.real_time_factor = 0.0
         self.steps_last_frame = 0
         self.budget_limited = False
+        self.max_steps_per_frame: int | None = None
         self._step_costs: deque[float] = deque(maxlen=STEP_COST_FRAMES)  # ms per step
         self._frames: deque[list[float]] = deque()   # [real s, simulated s] per frame
         self._skip_next = False
+        self._last_physics_s = 0.0        # wall time of the last frame's steps, s
         self._first_cost_pending = True   # the next measured frame may hold a compile
 
     # -- frames ------------------------------------------------------------------------------
@@ -95,20 +107,41 @@ class FrameClock:
         """Most steps the frame's budget holds: ``budget_fraction * frame_time`` over the
         measured ms per step (at least 1, so the simulation always moves; no limit while
         the cost is not yet measured)."""
+        return self._steps_in(self.budget_fraction * frame_time)
+
+    def frame_rate_budget(self, frame_time: float) -> int:
+        """Steps for physics that cannot keep real time: the time that keeps the frame
+        rate at MIN_FPS (1 / MIN_FPS less the draw, which is ``frame_time`` less the last
+        frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and at most the
+        full budget, over the measured ms per step (at least 1). The full budget when
+        the draw alone takes 1 / MIN_FPS or longer (yielding would not reach MIN_FPS)."""
+        draw_s = max(frame_time - self._last_physics_s, 0.0)
+        if draw_s >= 1.0 / MIN_FPS:
+            return self.step_budget(frame_time)
+        keeps_fps_s = 1.0 / MIN_FPS - draw_s
+        return self._steps_in(min(self.budget_fraction * frame_time,
+                                  max(MIN_BUDGET_FRACTION * frame_time, keeps_fps_s)))
+
+    def _steps_in(self, seconds: float) -> int:
         if not self._step_costs:
             return sys.maxsize
         ms = self.ms_per_step
         if ms <= 0:   # too fast for the timer: no limit
             return sys.maxsize
-        return max(1, int(self.budget_fraction * frame_time * 1000.0 / ms))
+        return max(1, int(seconds * 1000.0 / ms))
 
     def steps_for(self, frame_time: float, dt: float) -> int:
         """Steps of ``dt`` (s) owed after ``frame_time`` s of real time (times
-        ``time_scale``), at most :meth:`step_budget`. Time the budget cannot cover is
-        dropped, not carried over."""
+        ``time_scale``), at most ``max_steps_per_frame``, if :meth:`step_budget` holds
+        them, else :meth:`frame_rate_budget`. Time the budget (or the cap) cannot cover
+        is dropped, not carried over."""
         owed = self.accumulator + frame_time * self.time_scale
         wanted = int(owed / dt + 1e-9)
-        steps = min(wanted, self.step_budget(frame_time))
+        steps = wanted
+        if self.max_steps_per_frame is not None:
+            steps = min(steps, int(self.max_steps_per_frame))
+        if steps > self.step_budget(frame_time):
+            steps = min(steps, self.frame_rate_budget(frame_time))
         self.budget_limited = steps < wanted
         self.accumulator = 0.0 if self.budget_limited else owed - steps * dt
         return steps
@@ -124,6 +157,7 @@ class FrameClock:
     def clear(self) -> None:
         """Forget the time owed (after a pause, a reset or a dt change)."""
         self.accumulator = 0.0
+        self._last_physics_s = 0.0
 
     def compiled(self) -> None:
         """The kernels are compiled (a warm-up step ran): the next frame's cost counts."""
@@ -138,6 +172,7 @@ class FrameClock:
         """Take the steps of ``dt`` (s) and the wall time of the frame just run into
         the statistics; ``measure=False`` keeps its wall time out of the step cost."""
         self.steps_last_frame = advance.steps
+        self._last_physics_s = advance.seconds
         if self._frames:
             self._frames[-1][1] += advance.steps * dt
             self._update_factor(sum(real for real, _ in self._frames))
@@ -153,5 +188,5 @@ class FrameClock:
         return 1.0 / self.fps if self.fps > 0 else 1.0 / 60.0
 
 
-__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME", "STEP_COST_FRAMES",
-           "TIME_SCALES"]
+__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME", "MIN_BUDGET_FRACTION",
+           "MIN_FPS", "STEP_COST_FRAMES", "TIME_SCALES"]

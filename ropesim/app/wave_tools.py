@@ -48,12 +48,13 @@ MARKER_RADIUS = 9.0
 SOURCE_COLOUR = (1.0, 0.85, 0.35, 1.0)
 
 
-def history_capacity(dt: float, substeps: int) -> int:
+def history_capacity(dt: float) -> int:
     """Ring-buffer size (samples, one per frame) that holds ``HISTORY_SECONDS`` of
-    simulated time: a frame advances at least min(substeps * dt, SHORTEST_FRAME) s of
-    simulated time (a real-time frame, or ``substeps`` steps of ``dt`` s when the
-    machine cannot keep up), and never less than one step."""
-    per_frame = max(float(dt), min(float(dt) * int(substeps), SHORTEST_FRAME))
+    simulated time at full speed. The window steps in real time (the frame clock's time
+    budget, not a fixed number of steps), so a frame advances its own duration, at
+    least SHORTEST_FRAME s (120 fps), and never less than one step of ``dt`` s; frames
+    the budget caps advance less, and the buffer then spans less (MAX_SAMPLES bounds it)."""
+    per_frame = max(float(dt), SHORTEST_FRAME)
     return int(min(math.ceil(HISTORY_SECONDS / per_frame) + 1, MAX_SAMPLES))
 
 
@@ -130,7 +131,7 @@ class WaveTools:
         self.count, self._pluck_sample = count, pluck_sample
 
     def attach(self, sim: Simulation) -> None:
-        """A new simulation: no probes, no pluck, a buffer sized for its dt and substeps."""
+        """A new simulation: no probes, no pluck, a buffer sized for its dt."""
         self._particle[:] = -1
         self._take_ids[:] = 0
         self.direction = np.array([0.0, 1.0, 0.0])
@@ -139,8 +140,8 @@ class WaveTools:
     def restart(self, sim: Simulation) -> None:
         """After a reset: the probes stay marked (at their reset positions); their history
         and the pluck are cleared."""
-        self._sized_for = (sim.dt, sim.substeps)
-        self._allocate(history_capacity(sim.dt, sim.substeps))
+        self._sized_for = sim.dt
+        self._allocate(history_capacity(sim.dt))
         self.source = None
         self._marked_at[:] = 0
         self._arrival[:] = np.nan
@@ -204,11 +205,11 @@ class WaveTools:
     # -- samples -----------------------------------------------------------------------------
     def sample(self, sim: Simulation) -> None:
         """Record the probes' displacement and speed (and the source's speed) now; call after
-        each frame's steps. Resizes the buffer (keeping the newest samples) after a dt or
-        substeps change; otherwise allocates nothing."""
-        if self._sized_for != (sim.dt, sim.substeps):
-            self._sized_for = (sim.dt, sim.substeps)
-            self._resize(history_capacity(sim.dt, sim.substeps))
+        each frame's steps. Resizes the buffer (keeping the newest samples) after a dt
+        change; otherwise allocates nothing."""
+        if self._sized_for != sim.dt:
+            self._sized_for = sim.dt
+            self._resize(history_capacity(sim.dt))
         slot = self.count % self.capacity
         self._times[slot] = sim.time
         scratch = self._scratch

@@ -19,6 +19,7 @@ import moderngl_window
 import numpy as np
 
 from ..render.camera import parse_camera_arg
+from ..render.offscreen import OffscreenTarget, clamp_samples
 from ..render.renderer import Renderer
 from .arguments import add_scene_arguments, number, scene_from_args
 from .capture import RECORD_SIZE
@@ -29,13 +30,28 @@ from .mouse import PICK_RADIUS_PX
 from .panel import Panel
 
 
+SCENE_SAMPLES = 4   # MSAA samples of the scene by default
+
+
 def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     """The viewer's arguments, added to moderngl-window's parser (which rejects unknown
-    flags): the scene and its overrides as for every command, plus the viewer's own."""
+    flags): the scene and its overrides as for every command, plus the viewer's own.
+
+    moderngl-window's ``--samples`` is taken over: it sets the MSAA samples of the
+    scene (``scene_samples``), which is drawn into a multisampled target of its own and
+    resolved into the window, whose framebuffer then has no samples (the panel is drawn
+    there, so its blending costs a software rasteriser one sample a pixel, not four)."""
+    for action in parser._actions:
+        if "--samples" in action.option_strings:
+            action.dest = "scene_samples"
+            action.help = (f"MSAA samples of the scene (default {SCENE_SAMPLES}; 0: off, "
+                           "where multisampling is unsupported)")
+    parser.set_defaults(samples=0, scene_samples=SCENE_SAMPLES)
     add_scene_arguments(parser, optional_scene=True)
     parser.add_argument("--substeps", type=number(int),
-                        help="the scene's substeps (kept for scene files and scripts; the "
-                             "window steps in real time within a time budget per frame)")
+                        help="at most N steps per frame (slow motion when N * dt is shorter "
+                             "than a frame); default: as many as real time needs, within "
+                             "the frame's time budget")
     parser.add_argument("--camera", metavar="AZ,EL,DIST[,TX,TY,TZ]",
                         help="initial camera: degrees, m")
     parser.add_argument("--paused", action="store_true", help="start paused")
@@ -61,8 +77,9 @@ class RopesimWindow(moderngl_window.WindowConfig):
     aspect_ratio = None
     resizable = True
     vsync = True
-    #: MSAA samples; ``--samples 0`` switches multisampling off where it is unsupported
-    samples = 4
+    #: MSAA samples of the window's own framebuffer: none, the scene has its own target
+    #: (``--samples`` sets the scene's, see add_viewer_arguments)
+    samples = 0
     #: None: the renderer clears the frame itself
     clear_color = None
     log_level = logging.WARNING
@@ -85,11 +102,15 @@ class RopesimWindow(moderngl_window.WindowConfig):
             frame_source=self.capture_frame,
         )
         self.controller.show_ui = not args.no_panel
+        if args.substeps is not None:   # validated with the scene (1..MAX_SUBSTEPS)
+            self.controller.frame_clock.max_steps_per_frame = int(args.substeps)
         self.renderer = Renderer(self.ctx, self.controller.sim)
         self.controller.mouse.particle_radius = self.renderer.particle_radius
         self.imgui = ImguiRenderer(self.wnd)
         self.panel = Panel(self.controller)
         self._title = ""
+        self.scene_samples = clamp_samples(self.ctx, int(args.scene_samples))
+        self._scene_target: OffscreenTarget | None = None
         self._cursor: tuple[float, float] | None = None  # last cursor, framebuffer px
         self._fullscreen = bool(self.wnd.fullscreen)
         self._update_pixel_scale()
@@ -130,12 +151,33 @@ class RopesimWindow(moderngl_window.WindowConfig):
         return grabber.grab(self.renderer, c.camera, c.options)
 
     # -- moderngl-window 3.x callbacks -------------------------------------------------
+    def _scene_framebuffer(self, width: int, height: int) -> OffscreenTarget | None:
+        """The multisampled target the scene is drawn into (re-created on a resize), or
+        None without MSAA (the scene is then drawn into the window directly)."""
+        if not self.scene_samples:
+            return None
+        target = self._scene_target
+        if target is None or target.size != (width, height):
+            if target is not None:
+                target.release()
+            target = self._scene_target = OffscreenTarget(self.ctx, width, height,
+                                                          self.scene_samples)
+        return target
+
     def _draw(self, frame_time: float) -> None:
-        """The scene, then the panel (and notices) over it, into the window."""
+        """The scene (multisampled, resolved into the window), then the panel (and
+        notices) over it, into the window."""
         c = self.controller
         width, height = self.wnd.buffer_size
-        self.wnd.use()
-        self.renderer.draw(c.camera, width, height, c.options)
+        target = self._scene_framebuffer(width, height)
+        if target is None:
+            self.wnd.use()
+            self.renderer.draw(c.camera, width, height, c.options)
+        else:
+            target.use()
+            self.renderer.draw(c.camera, width, height, c.options)
+            target.resolve_into(self.wnd.fbo)
+            self.wnd.use()
         # the panel builds an empty frame while hidden: imgui's input queue stays current
         self.imgui.render_frame(self.panel.draw, frame_time)
 
@@ -246,6 +288,9 @@ class RopesimWindow(moderngl_window.WindowConfig):
 
     def on_close(self) -> None:
         self.controller.close()
+        if self._scene_target is not None:
+            self._scene_target.release()
+            self._scene_target = None
 
 
 __all__ = ["RopesimWindow", "add_viewer_arguments"]

@@ -38,17 +38,24 @@ def _simulation_and_hints(scene_or_sim: Any) -> tuple[Simulation, dict]:
 
 def make_camera(sim: Simulation, aspect: float, hints: Mapping[str, Any] | None = None,
                 camera: Any = None) -> "OrbitCamera":
-    """An OrbitCamera framing the current state for ``aspect`` (width / height), then
-    updated with the scene's camera hints, then with ``camera``: a dict (as from
+    """An OrbitCamera framing the scene's reach (:func:`~ropesim.render.framing.reach_points`,
+    as the viewer's F key and scene loads do) for ``aspect`` (width / height), seen from
+    the scene's camera hints' direction (azimuth, elevation, fov_y; their distance and
+    target are for the scene's default size, so the box sets those, also after a
+    ``--set`` size change), then updated with ``camera``: a dict (as from
     :func:`~ropesim.render.camera.parse_camera_arg`), an "azimuth,elevation,distance" string,
     or an OrbitCamera used as it is."""
     from .camera import OrbitCamera, parse_camera_arg
+    from .framing import reach_points
 
     if isinstance(camera, OrbitCamera):
         return camera
+    hints = hints or {}
     view = OrbitCamera()
-    view.frame(sim.positions, planar=sim.planar, aspect=aspect)
-    view.update(hints or {})
+    if "fov_y" in hints:
+        view.fov_y = float(hints["fov_y"])
+    view.frame(reach_points(sim), planar=sim.planar, aspect=aspect,
+               azimuth=hints.get("azimuth"), elevation=hints.get("elevation"))
     if isinstance(camera, str):
         camera = parse_camera_arg(camera)
     view.update(camera or {})

@@ -62,6 +62,11 @@ class OffscreenTarget:
         c = tuple(color)
         self.fbo.clear(c[0], c[1], c[2], c[3] if len(c) > 3 else 1.0, depth=1.0)
 
+    def resolve_into(self, destination: moderngl.Framebuffer) -> None:
+        """Copy the pixels into ``destination`` (a framebuffer of the same size, such
+        as a window's), resolving the samples of a multisampled target."""
+        self.ctx.copy_framebuffer(destination, self.fbo)
+
     def read_rgb(self) -> np.ndarray:
         """The pixels as a new (height, width, 3) uint8 array, top row first."""
         src = self.fbo

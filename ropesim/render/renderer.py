@@ -86,7 +86,7 @@ STRAIN_STOPS = (
     (1.0, (0.98, 0.16, 0.10)),    # stretched: red
 )
 
-LOD_CELL_PX = 7.0          # coarsen the drawn cloth grid while its cells stay under this, px
+LOD_CELL_PX = 12.0         # coarsen the drawn cloth grid while its cells stay under this, px
 LOD_STRIDES = (1, 2, 4, 8)
 SHADOW_CAST_CELLS = 48     # cells a side of the cloth grid that casts the shadow, at most
 SHADOW_RESOLUTION = 768    # shadow-map texels a side
@@ -193,10 +193,21 @@ def load_shader_source(name: str, directory: Path | None = None) -> str:
     return read(name, ())
 
 
-def _program(ctx: moderngl.Context, vertex: str, fragment: str) -> moderngl.Program:
+def _with_defines(source: str, defines: Sequence[str]) -> str:
+    """GLSL source with ``#define NAME`` lines after its ``#version`` line."""
+    if not defines:
+        return source
+    version, _, rest = source.partition("\n")
+    return "\n".join([version, *(f"#define {name}" for name in defines), rest])
+
+
+def _program(ctx: moderngl.Context, vertex: str, fragment: str,
+             defines: Sequence[str] = ()) -> moderngl.Program:
+    """A program from two shader files, each compiled with ``defines`` (a variant:
+    a software rasteriser runs both sides of a branch, so variants leave code out)."""
     try:
-        prog = ctx.program(vertex_shader=load_shader_source(vertex),
-                           fragment_shader=load_shader_source(fragment))
+        prog = ctx.program(vertex_shader=_with_defines(load_shader_source(vertex), defines),
+                           fragment_shader=_with_defines(load_shader_source(fragment), defines))
     except moderngl.Error as exc:
         raise RuntimeError(f"building shader program {vertex} + {fragment} failed: {exc}") from exc
     # Every sampler gets its own unit once: samplers of different types must not share one.
@@ -406,6 +417,7 @@ class Renderer:
         self._grabber: FrameGrabber | None = None
         self.programs = {
             "surface": _program(ctx, "surface.vert", "surface.frag"),
+            "cloth": _program(ctx, "surface.vert", "surface.frag", defines=("CLOTH",)),
             "surface_depth": _program(ctx, "surface.vert", "depth.frag"),
             "tube": _program(ctx, "tube.vert", "surface.frag"),
             "tube_depth": _program(ctx, "tube.vert", "depth.frag"),
@@ -413,6 +425,7 @@ class Renderer:
             "particles": _program(ctx, "particles.vert", "particles.frag"),
             "particles_depth": _program(ctx, "particles.vert", "sprite_depth.frag"),
             "grid": _program(ctx, "grid.vert", "grid.frag"),
+            "grid_ground_line": _program(ctx, "grid.vert", "grid.frag", defines=("GROUND_LINE",)),
             "floor_shadow": _program(ctx, "floor_shadow.vert", "floor_shadow.frag"),
         }
         strain_colors = tuple(c for _, c in STRAIN_STOPS)
@@ -431,7 +444,8 @@ class Renderer:
         ctx, progs = self.ctx, self.programs
         corners = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], dtype=np.float32)
         self._grid_vbo = ctx.buffer(corners.tobytes())
-        self._grid_vao = ctx.vertex_array(progs["grid"], [(self._grid_vbo, "2f", "in_corner")])
+        self._grid_vaos = {name: ctx.vertex_array(progs[name], [(self._grid_vbo, "2f", "in_corner")])
+                           for name in ("grid", "grid_ground_line")}
         self._floor_shadow_vao = ctx.vertex_array(progs["floor_shadow"],
                                                   [(self._grid_vbo, "2f", "in_corner")])
         verts, tris = uv_sphere()
@@ -445,7 +459,7 @@ class Renderer:
                 index_buffer=self._sphere_ibo, index_element_size=4)
             for name in ("surface", "surface_depth")
         }
-        self._static = [self._grid_vao, self._floor_shadow_vao, self._grid_vbo,
+        self._static = [*self._grid_vaos.values(), self._floor_shadow_vao, self._grid_vbo,
                         *self._sphere_vaos.values(), self._sphere_vbo, self._sphere_ibo,
                         self.shadow_map]
 
@@ -566,7 +580,7 @@ class Renderer:
     def _surface_vaos(self, ibo: moderngl.Buffer) -> tuple[moderngl.VertexArray, ...]:
         """The lit and the depth-only vertex arrays of the cloth over triangles ``ibo``."""
         ctx, progs = self.ctx, self.programs
-        lit = ctx.vertex_array(progs["surface"], [
+        lit = ctx.vertex_array(progs["cloth"], [
             (self._vbo_pos, "3f", "in_position"), (self._vbo_normals, "3f", "in_normal"),
             (self._vbo_uv, "2f", "in_uv"), (self._vbo_strain, "f4", "in_strain"),
         ], index_buffer=ibo, index_element_size=4)
@@ -989,7 +1003,7 @@ class Renderer:
              if ground is not None and not self.planar else 0.0)
 
     def _draw_surface(self, frame: _Frame, opts: RenderOptions) -> None:
-        prog = self.programs["surface"]
+        prog = self.programs["cloth"]
         prog["u_offset_scale"].value = (0.0, 0.0, 0.0, 1.0)
         prog["u_front_color"].value = CLOTH_FRONT
         prog["u_back_color"].value = CLOTH_BACK
@@ -1092,7 +1106,9 @@ class Renderer:
         planar scenes a backdrop grid in the xy plane behind z = 0; it receives the
         shadows. Opaque: it fades into ``background`` itself (no blending, which
         costs a software rasteriser per sample under MSAA)."""
-        prog = self.programs["grid"]
+        # a planar scene's ground, seen edge-on, gets its line (a variant of the shader)
+        name = "grid_ground_line" if self.planar and ground is not None else "grid"
+        prog = self.programs[name]
         half = 4.0 * self.extent
         cx, cy, _ = (float(v) for v in self._center)
         if self.planar:
@@ -1109,12 +1125,11 @@ class Renderer:
         prog["u_line_color"].value = GRID_LINE_COLOR
         prog["u_fill_color"].value = GRID_FILL_COLOR
         prog["u_fill_alpha"].value = 0.85
-        _set(prog, "u_shade_below", self.planar and ground is not None)
         _set(prog, "u_ground_y", float(ground) if ground is not None else 0.0)
         _set(prog, "u_background", tuple(float(c) for c in background[:3]))
         # Behind anything lying on the ground (cloth, rope) rather than z-fighting with it.
         self.ctx.polygon_offset = (2.0, 2.0)
-        self._grid_vao.render(moderngl.TRIANGLE_STRIP)
+        self._grid_vaos[name].render(moderngl.TRIANGLE_STRIP)
         self.ctx.polygon_offset = (0.0, 0.0)
 
     def frame_grabber(self, width: int, height: int, samples: int = 4) -> FrameGrabber:
