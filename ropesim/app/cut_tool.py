@@ -1,0 +1,149 @@
+"""The viewer's cut tool: a mouse stroke that breaks every spring it crosses on screen.
+
+The stroke is a polyline in framebuffer pixels (top-left origin, y down). Swept along the
+view rays it is a surface in the world; a spring crosses that surface exactly when its
+two ends, projected with the camera, give a screen segment that intersects one of the
+stroke's segments. So :func:`crossed_springs` projects every particle once and tests
+each stroke segment against all spring segments at once (numpy, vectorised over the
+springs). Springs with an end at or behind the eye plane, touching or collinear
+segments, and springs already broken do not count.
+
+:class:`CutTool` holds the stroke being drawn (cut as it grows, so the cloth parts under
+the cursor) and the undo stack: each finished stroke remembers the springs it broke, and
+:meth:`CutTool.undo` (Ctrl+Z) mends the last stroke's springs
+(``Simulation.restore_springs``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.simulation import Simulation
+from ..render.camera import OrbitCamera
+
+#: the tool selector's choices (the panel's combo): left-drag grabs, or cuts
+TOOLS = ("grab", "cut")
+#: cuts kept for undo
+UNDO_DEPTH = 32
+
+
+def _orientation(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Sign of the z of (q - p) x (r - p) per row: +1 left turn, -1 right, 0 collinear."""
+    return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+                   - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
+
+
+def segments_cross(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether the 2-D segments p-q and a-b cross (a proper crossing: touching ends and
+    collinear overlaps do not count; NaN ends never cross). Arrays (..., 2), broadcast."""
+    with np.errstate(invalid="ignore"):
+        return ((_orientation(p, q, a) * _orientation(p, q, b) < 0)
+                & (_orientation(a, b, p) * _orientation(a, b, q) < 0))
+
+
+def crossed_springs(camera: OrbitCamera, view_size: tuple[int, int], positions: np.ndarray,
+                    spring_a: np.ndarray, spring_b: np.ndarray, stroke: np.ndarray,
+                    skip: np.ndarray | None = None) -> np.ndarray:
+    """Indices (sorted int64) of the springs whose screen segments cross the stroke.
+
+    camera, view_size : the view, framebuffer (width, height) px.
+    positions : (n, 3) particle positions, m; spring_a, spring_b : (m,) spring ends.
+    stroke : (k, 2) stroke points, framebuffer px (k >= 2 for a segment).
+    skip : optional (m,) bool mask of springs never reported (the broken ones).
+    """
+    stroke = np.asarray(stroke, dtype=np.float64).reshape(-1, 2)
+    m = len(spring_a)
+    if len(stroke) < 2 or m == 0:
+        return np.zeros(0, np.int64)
+    pixels, _ = camera.project(positions, *view_size)
+    a, b = pixels[spring_a], pixels[spring_b]
+    hit = np.zeros(m, dtype=bool)
+    for p, q in zip(stroke[:-1], stroke[1:]):   # a few stroke segments, every spring at once
+        hit |= segments_cross(p, q, a, b)
+    if skip is not None:
+        hit &= ~np.asarray(skip, dtype=bool)
+    return np.flatnonzero(hit).astype(np.int64)
+
+
+class CutTool:
+    """The stroke being cut and the undo stack of the last cuts.
+
+    ``tool`` is the left button's tool ("grab" or "cut", the panel's selector; holding X
+    cuts with either); ``stroke`` the current stroke's points (px; empty when none);
+    ``cut_now`` the springs the current stroke broke so far.
+    """
+
+    def __init__(self) -> None:
+        self.tool = "grab"
+        self.stroke: list[tuple[float, float]] = []
+        self.cut_now: list[np.ndarray] = []
+        self._undo: list[np.ndarray] = []
+
+    def set_tool(self, name: str) -> None:
+        """The left button's tool: one of TOOLS."""
+        if name not in TOOLS:
+            raise ValueError(f"tool: {name!r} is not a tool; allowed: {', '.join(TOOLS)}")
+        self.tool = name
+
+    def attach(self, sim: Simulation) -> None:
+        """A new simulation (or a reset, which mends every spring): nothing to undo."""
+        self.stroke = []
+        self.cut_now = []
+        self._undo.clear()
+
+    @property
+    def active(self) -> bool:
+        """Whether a stroke is being drawn."""
+        return bool(self.stroke)
+
+    @property
+    def undo_depth(self) -> int:
+        """How many cuts Ctrl+Z can still undo."""
+        return len(self._undo)
+
+    def begin(self, x: float, y: float) -> None:
+        """Start a stroke at framebuffer pixel (x, y)."""
+        self.stroke = [(float(x), float(y))]
+        self.cut_now = []
+
+    def extend(self, sim: Simulation, camera: OrbitCamera, view_size: tuple[int, int],
+               x: float, y: float) -> int:
+        """The cursor moved to (x, y): break the springs the new stroke segment crosses;
+        returns how many broke."""
+        if not self.stroke:
+            return 0
+        segment = np.array([self.stroke[-1], (float(x), float(y))])
+        self.stroke.append((float(x), float(y)))
+        springs = sim.system.springs.reshape(-1, 2)
+        hit = crossed_springs(camera, view_size, sim.positions, springs[:, 0], springs[:, 1],
+                              segment, skip=sim.broken)
+        if hit.size:
+            sim.break_springs(hit)
+            self.cut_now.append(hit)
+        return int(hit.size)
+
+    def finish(self) -> str:
+        """End the stroke; it goes on the undo stack if it cut anything. Returns the
+        status line."""
+        cut = np.concatenate(self.cut_now) if self.cut_now else np.zeros(0, np.int64)
+        self.stroke, self.cut_now = [], []
+        if not cut.size:
+            return "cut: the stroke crossed no spring"
+        self._undo.append(cut)
+        del self._undo[:-UNDO_DEPTH]
+        return f"cut {cut.size} springs (Ctrl+Z undoes)"
+
+    def undo(self, sim: Simulation) -> str:
+        """Mend the springs of the last cut; returns the status line."""
+        if not self._undo:
+            return "nothing to undo"
+        cut = self._undo.pop()
+        mended = sim.restore_springs(cut)
+        return f"undo: {mended} springs mended"
+
+    def stroke_points(self) -> np.ndarray:
+        """(k, 2) the current stroke, px (for the overlay)."""
+        return np.array(self.stroke, dtype=np.float64).reshape(-1, 2)
+
+
+__all__ = ["CutTool", "TOOLS", "UNDO_DEPTH", "crossed_springs", "segments_cross"]
