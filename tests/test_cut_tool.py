@@ -287,3 +287,42 @@ def test_issue_13_keys_are_bound_in_their_own_table_and_shown_in_the_help():
 def test_a_fresh_cut_tool_has_nothing_to_undo():
     tool = CutTool()
     assert tool.tool == "grab" and tool.undo_depth == 0 and not tool.active
+
+
+# --- the overlay (EGL) --------------------------------------------------------------------
+def test_the_overlay_draws_the_stroke_and_the_arrow_where_the_controller_says():
+    from ropesim.render.offscreen import OffscreenTarget, create_headless_context
+    from ropesim.render.overlay import Overlay, polyline_triangles
+
+    try:
+        ctx = create_headless_context()
+    except RuntimeError as exc:   # no EGL driver on this machine at all
+        pytest.skip(str(exc))
+    c = controller()
+    width, height = c.view_size
+    stroke = np.array([[100.0, 100.0], [300.0, 100.0], [300.0, 250.0]])
+    c.press(*stroke[0], LEFT, cut=True)
+    c.drag(*stroke[1])
+    c.drag(*stroke[2])
+    c.wind.set("gust", 0.0)
+    c.toggle_wind()
+    lines = c.overlay_lines()
+    assert len(lines) == 3                        # the stroke, the arrow's shaft and head
+    target = OffscreenTarget(ctx, width, height, samples=0)
+    overlay = Overlay(ctx)
+    try:
+        target.use()
+        target.clear((0.0, 0.0, 0.0))
+        overlay.draw(lines, width, height)
+        pixels = target.read_rgb().astype(int)
+    finally:
+        overlay.release()
+        target.release()
+        ctx.release()
+    assert overlay.vertices_drawn == sum(len(polyline_triangles(p, w)) for p, _, w in lines)
+    red = (pixels[..., 0] > 150) & (pixels[..., 1] < 120)
+    assert red[100, 150:250].all() and red[150:200, 300].all()   # along the stroke
+    assert not red[200, 150] and not red[50, 200]                 # and nowhere else
+    shaft = lines[1][0]
+    middle = np.round(shaft.mean(axis=0)).astype(int)
+    assert pixels[middle[1], middle[0], 2] > 150                  # the arrow is drawn (blue)

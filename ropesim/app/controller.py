@@ -491,6 +491,12 @@ class ViewerController:
         """K: the wind off (detached, settings kept) or on again."""
         self.message = self.wind.toggle(self.sim)
 
+    def overlay_lines(self) -> list:
+        """2-D lines (framebuffer px) the window draws over the scene: the cut stroke
+        and the wind arrow (ropesim.render.overlay.Line)."""
+        return (self.edit.overlay_lines()
+                + self.wind.overlay_lines(self.sim, self.camera, self.view_size))
+
     def scroll(self, steps: float) -> None:
         self.mouse.scroll(steps)
 

@@ -8,13 +8,13 @@ springs it crosses as it grows (:mod:`ropesim.app.cut_tool`).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..engine.simulation import Simulation
 from ..render.camera import OrbitCamera
-from .cut_tool import CutTool
+from .cut_tool import TOOLS, CutTool
 from .hotkeys import LEFT
 from .mouse import Mouse
 
@@ -75,6 +75,18 @@ class EditTool:
     def undo(self) -> None:
         """Ctrl+Z: mend the springs of the last cut."""
         self.host.message = self.cut.undo(self.host.sim)
+
+    def draw_panel_section(self, imgui: Any) -> None:
+        """The panel's tool selector, the undo button and the broken-spring count
+        (``imgui`` is imgui_bundle's module)."""
+        changed, index = imgui.combo("left-drag tool", TOOLS.index(self.cut.tool), list(TOOLS))
+        if changed:
+            self.cut.set_tool(TOOLS[index])
+        imgui.text(f"{int(np.count_nonzero(self.host.sim.broken))} springs broken")
+        imgui.same_line()
+        if imgui.small_button(f"undo cut ({self.cut.undo_depth})"):
+            self.undo()
+        imgui.text("hold X + drag: cut; Ctrl+Z: undo")
 
     def overlay_lines(self) -> list[tuple[np.ndarray, tuple[float, ...], float]]:
         """2-D lines to draw over the scene: (points (k, 2) px, RGBA, width px)."""

@@ -20,6 +20,8 @@ import numpy as np
 
 from ..engine.forces.wind import Wind
 from ..engine.simulation import Simulation
+from ..render.camera import OrbitCamera
+from ..render.overlay import Line, arrow_lines
 
 #: (low, high) of each setting, with its unit
 LIMITS = {
@@ -33,6 +35,8 @@ DEFAULTS = {"azimuth": 0.0, "elevation": 0.0, "speed": 5.0, "gust": 0.3}
 ARROW_SHARE = 0.35
 REFERENCE_SPEED = 10.0   # m/s
 ARROW_MAX_SHARE = 0.7    # the arrow's length at most, share of the scene's size
+ARROW_COLOUR = (0.45, 0.85, 1.0, 0.95)   # RGBA
+ARROW_WIDTH_PX = 3.0
 
 
 def check_setting(name: str, value: Any) -> float:
@@ -132,6 +136,31 @@ class WindControls:
         centre = 0.5 * (lo + hi)
         tail = np.array([centre[0], hi[1] + 0.2 * size, centre[2]]) - 0.5 * length * air / speed
         return tail, tail + length * air / speed
+
+    def overlay_lines(self, sim: Simulation, camera: OrbitCamera,
+                      view_size: tuple[int, int]) -> list[Line]:
+        """The arrow's 2-D lines (px) for the overlay; none while the wind is off."""
+        arrow = self.arrow(sim)
+        if arrow is None:
+            return []
+        return [(points, ARROW_COLOUR, ARROW_WIDTH_PX)
+                for points in arrow_lines(camera, *arrow, view_size)]
+
+    def draw_label(self, imgui: Any, sim: Simulation, camera: OrbitCamera,
+                   view_size: tuple[int, int]) -> None:
+        """The current wind speed (m/s) next to the arrow's head, on imgui's background
+        draw list (``view_size``: framebuffer px; imgui draws in window px)."""
+        arrow = self.arrow(sim)
+        if arrow is None:
+            return
+        pixels, _ = camera.project(arrow[1][None], *view_size)
+        if not np.all(np.isfinite(pixels)):
+            return
+        scale = imgui.get_io().display_framebuffer_scale
+        speed = float(np.linalg.norm(self.wind.air_velocity(sim.time)))
+        imgui.get_background_draw_list().add_text(
+            imgui.ImVec2(pixels[0, 0] / max(scale.x, 1e-6) + 8, pixels[0, 1] / max(scale.y, 1e-6)),
+            imgui.get_color_u32(imgui.ImVec4(*ARROW_COLOUR)), f"wind {speed:.1f} m/s")
 
     def draw_panel_section(self, imgui: Any, toggle: Callable[[], None]) -> None:
         """The panel's Wind section: the switch (``toggle``: the controller's K action),
