@@ -326,3 +326,43 @@ def test_the_overlay_draws_the_stroke_and_the_arrow_where_the_controller_says():
     shaft = lines[1][0]
     middle = np.round(shaft.mean(axis=0)).astype(int)
     assert pixels[middle[1], middle[0], 2] > 150                  # the arrow is drawn (blue)
+
+
+@pytest.mark.parametrize("mode", ["surface", "springs+particles"])
+def test_a_cut_rope_is_drawn_without_its_broken_springs(mode):
+    """The tube (surface mode) and the spring lines leave out broken springs: the pixel
+    at a cut spring's middle shows the background after the cut, an intact one does not."""
+    from ropesim.engine.builders import rope
+    from ropesim.engine.simulation import Simulation
+    from ropesim.render.camera import OrbitCamera
+    from ropesim.render.offscreen import create_headless_context, render_frame
+    from ropesim.render.renderer import RenderOptions, Renderer
+
+    try:
+        ctx = create_headless_context()
+    except RuntimeError as exc:   # no EGL driver on this machine at all
+        pytest.skip(str(exc))
+    sim = Simulation(rope(10, 3.0, pins="start"), dt=1e-3)
+    camera = OrbitCamera()
+    camera.frame(sim.positions, aspect=4 / 3)
+    options = RenderOptions(mode=mode, show_grid=False, shadows=False)
+    renderer = Renderer(ctx, sim)
+    try:
+        middles, _ = camera.project(0.5 * (sim.positions[:-1] + sim.positions[1:]), 320, 240)
+        spots = np.round(middles).astype(int)
+        background = np.round(np.array(options.background) * 255)
+
+        def shown() -> np.ndarray:
+            pixels = render_frame(ctx, renderer, camera, 320, 240, options, samples=0)
+            return np.abs(pixels[spots[:, 1], spots[:, 0]] - background).max(axis=1) > 10
+
+        assert shown().all()
+        sim.break_springs([3, 4])
+        after = shown()
+        assert not after[3] and not after[4]
+        assert after[[0, 1, 2, 5, 6, 7, 8]].all()
+        sim.restore_springs([3, 4])
+        assert shown().all()
+    finally:
+        renderer.release()
+        ctx.release()
