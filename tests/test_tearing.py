@@ -225,3 +225,58 @@ def test_scene_keys_set_break_strain_max_stretch_and_wind(tmp_path):
         scene_from_dict({**data, "simulation": {"break_strain": -1.0}}, "bad")
     with pytest.raises(SceneError, match="wind.*velocity|velocity"):
         scene_from_dict({**data, "wind": {"gust": 0.1}}, "bad")
+
+
+def crack_chain(factor=None, tip_time=None):
+    """Pinned chain 0-1-2-3 (springs 0, 1, 2; rest 1 m): spring 0 strained just past
+    BREAK, springs 1 and 2 at 0.9 BREAK; and a separate pair 4-5 (spring 3) at 0.9 BREAK."""
+    x1 = 1.0 + BREAK + 1e-4
+    x2, x3 = x1 + 1.0 + 0.9 * BREAK, x1 + 2.0 + 1.8 * BREAK
+    positions = [(0, 0, 0), (x1, 0, 0), (x2, 0, 0), (x3, 0, 0), (0, 1, 0),
+                 (1.0 + 0.9 * BREAK, 1, 0)]
+    system = rs.explicit(positions, [(0, 1), (1, 2), (2, 3), (4, 5)], rest_lengths=1.0,
+                         stiffness=1000.0, mass=0.1, pinned=list(range(6)))
+    sim = rs.Simulation(system, dt=1e-3, gravity=(0, 0, 0))
+    sim.break_strain = BREAK
+    if factor is not None:
+        sim.crack_tip_factor = factor
+    if tip_time is not None:
+        sim.crack_tip_time = tip_time
+    return sim
+
+
+def test_crack_tip_weakens_the_neighbours_of_a_fresh_break_so_the_rip_runs():
+    plain = crack_chain()
+    plain.step(5)
+    assert plain.broken.tolist() == [True, False, False, False]  # 0.9 BREAK holds
+    sim = crack_chain(factor=0.85)  # 0.9 BREAK > 0.85 BREAK: a weakened spring breaks
+    sim.step(1)
+    assert sim.broken.tolist() == [True, False, False, False]
+    sim.step(1)  # spring 1 shared particle 1 with the fresh break
+    assert sim.broken.tolist() == [True, True, False, False]
+    sim.step(1)  # the tip moved on: spring 2 shares particle 2 with spring 1
+    assert sim.broken.tolist() == [True, True, True, False]
+    sim.step(20)  # spring 3 shares no particle with the crack: never weakened
+    assert sim.broken.tolist() == [True, True, True, False]
+    sim.reset()
+    assert not sim.broken.any() and np.all(np.isinf(sim._tearing.weak_until))
+
+
+def test_crack_tip_weakening_ends_after_crack_tip_time():
+    sim = crack_chain(factor=0.85, tip_time=0.5e-3)  # over before the next check (dt 1 ms)
+    sim.step(10)
+    assert sim.broken.tolist() == [True, False, False, False]
+    weak = crack_chain(factor=0.95)  # 0.9 BREAK < 0.95 BREAK: weakened but strong enough
+    weak.step(10)
+    assert weak.broken.tolist() == [True, False, False, False]
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("crack_tip_factor", 0.0, ValueError), ("crack_tip_factor", 1.5, ValueError),
+    ("crack_tip_factor", "half", TypeError), ("crack_tip_time", 0.0, ValueError),
+    ("crack_tip_time", float("inf"), ValueError), ("crack_tip_time", True, TypeError),
+])
+def test_bad_crack_tip_settings_name_the_field(field, value, error):
+    sim = rs.Simulation(rs.rope(5, 1.0))
+    with pytest.raises(error, match=field):
+        setattr(sim, field, value)

@@ -109,3 +109,47 @@ def test_steady_wind_without_gust_is_constant():
 def test_bad_wind_settings_name_the_field(field, value, error):
     with pytest.raises(error, match=field):
         rs.Wind(**{field: value})
+
+
+def test_torn_triangles_feel_no_wind_so_a_hole_lets_the_air_through():
+    sim = plate_sim()
+    wind = sim.add_force(rs.Wind(velocity=(0, 0, 7.0), density=RHO, drag=CD, lift=CL))
+    whole = wind_force(sim, wind).sum(axis=0)[2]
+    # break every spring touching the centre particle: the 6 triangles around it (and
+    # those that share one of those springs as an edge) lose an edge
+    x = sim.positions
+    centre = int(np.argmin(np.linalg.norm(x - x.mean(axis=0), axis=1)))
+    springs = sim.springs
+    cut = np.flatnonzero((springs == centre).any(axis=1))
+    sim.break_springs(cut)
+    pairs = {frozenset(p) for p in springs[cut].tolist()}
+    area = 0.0
+    for t in sim.triangles.tolist():
+        if not any(frozenset((t[e], t[(e + 1) % 3])) in pairs for e in range(3)):
+            p, q, r = x[t]
+            area += 0.5 * np.linalg.norm(np.cross(q - p, r - p))
+    torn = wind_force(sim, wind).sum(axis=0)[2]
+    assert area < SIDE ** 2
+    assert torn == pytest.approx(whole * area / SIDE ** 2, rel=1e-9)
+
+
+def test_wind_follows_live_topology_edits_and_reset():
+    sim = plate_sim()
+    wind = sim.add_force(rs.Wind(velocity=(0, 0, 7.0), density=RHO, drag=CD, lift=CL))
+    whole = wind_force(sim, wind).sum(axis=0)[2]
+    sim.remove_particle(40)  # the centre: its triangles go with its springs
+    lost = wind_force(sim, wind)
+    assert lost[40].tolist() == [0.0, 0.0, 0.0] and lost.sum(axis=0)[2] < whole
+    sim.break_springs([0])
+    assert wind_force(sim, wind).sum(axis=0)[2] < lost.sum(axis=0)[2]
+    sim.reset()
+    assert wind_force(sim, wind).sum(axis=0)[2] == pytest.approx(whole, rel=1e-12)
+
+
+def test_a_broken_rope_segment_feels_no_wind():
+    rope = rs.rope(11, 2.0, pins="none")
+    sim = rs.Simulation(rope, gravity=(0, 0, 0))
+    wind = sim.add_force(rs.Wind(velocity=(0, 0, 5.0), density=RHO, drag=CD, thickness=0.02))
+    whole = wind_force(sim, wind).sum(axis=0)[2]
+    sim.break_springs([3])
+    assert wind_force(sim, wind).sum(axis=0)[2] == pytest.approx(whole * 0.9, rel=1e-9)

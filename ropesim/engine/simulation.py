@@ -64,6 +64,7 @@ from .model import (
 )
 from .state import Changed, Model, Params, State, kinetic_energy
 from . import tearing
+from .topology import Topology, TopologyEditing
 
 #: most steps one ``step(n)`` call takes (call again to go on)
 MAX_STEPS_PER_CALL = 10**9
@@ -131,7 +132,7 @@ def _count(value: Any, name: str, minimum: int, maximum: int) -> int:
     return int(value)
 
 
-class Simulation:
+class Simulation(TopologyEditing):
     """A running mass-spring simulation.
 
     Parameters
@@ -233,6 +234,7 @@ class Simulation:
         self._summary = np.zeros(3)
         self._scan = np.zeros(3)
         self._tearing = tearing.Tearing(self._params)
+        self._topology = Topology(system)  # live spring edits (topology.py)
         self._max_stretch: float | None = None
         self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
 
@@ -580,7 +582,7 @@ class Simulation:
         else:
             if isinstance(force, Wind):  # wind acts on this system's triangles or springs
                 force.bind(self.system.triangles, self._model.spring_a, self._model.spring_b,
-                           self.planar)
+                           self.planar, self._tearing.broken)
             self._model.forces.append(force)
         self._changed(Changed.FORCES)
         return force
@@ -703,7 +705,9 @@ class Simulation:
                                  self._dt, reason, advice, detected)
 
     def reset(self) -> None:
-        """Back to the system's initial state and pins; settings and parameters are kept."""
+        """Back to the system's initial state, pins and topology (topology.py); settings
+        and parameters are kept."""
+        self._reset_topology()
         self._x[:] = self.system.positions3()
         self._v[:] = self.system.velocities3()
         self._pinned[:] = self.system.pinned
@@ -744,6 +748,7 @@ class Simulation:
         self._fixed[:] = self._pinned
         if self._grabbed is not None:
             self._fixed[self._grabbed] = 1
+        self._mark_removed_fixed()
         for integrator in self._integrators.values():
             integrator.notify_model_changed(Changed.FIXED)
         self._stable_dt = None
@@ -759,6 +764,7 @@ class Simulation:
         call again to move it. A target outside :meth:`grab_reach` is pulled back onto
         that sphere (so the state stays finite however far a pointer ray reaches)."""
         i = self._check_index(i)
+        self._check_not_removed(i)
         point = self._as_point(target, "target", "m")
         centre, reach = self.grab_reach()
         offset = point - centre
@@ -869,6 +875,26 @@ class Simulation:
     def max_stretch(self, value: float | None) -> None:
         self._max_stretch = tearing.stretch_limit(value)
 
+    @property
+    def crack_tip_factor(self) -> float:
+        """Crack-tip weakening (tearing.py): for crack_tip_time s after a spring breaks by
+        strain, the springs sharing a particle with it break at this times their break
+        strain; in (0, 1], 1 (the default) = off."""
+        return self._tearing.crack_tip_factor
+
+    @crack_tip_factor.setter
+    def crack_tip_factor(self, value: float) -> None:
+        self._tearing.crack_tip_factor = tearing.crack_tip_setting(value, "crack_tip_factor")
+
+    @property
+    def crack_tip_time(self) -> float:
+        """How long a crack tip's neighbours stay weakened, s (> 0; default 0.05)."""
+        return self._tearing.crack_tip_time
+
+    @crack_tip_time.setter
+    def crack_tip_time(self, value: float) -> None:
+        self._tearing.crack_tip_time = tearing.crack_tip_setting(value, "crack_tip_time")
+
     def _write_broken(self) -> None:
         """Broken springs to stiffness and damping 0 (user values kept), integrators told."""
         self._tearing.write(self._params)
@@ -878,7 +904,8 @@ class Simulation:
         """The end-of-step tearing check, then the strain limit (order: tearing.py)."""
         model = self._model
         if self._tearing.breakable and self._tearing.check(
-                self._x, model.spring_a, model.spring_b, self._params.rest_lengths):
+                self._x, model.spring_a, model.spring_b, self._params.rest_lengths,
+                self._state.time + dt):
             self._write_broken()
         if self._max_stretch is not None:
             self.stretch_passes = tearing.limit_stretch(

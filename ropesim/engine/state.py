@@ -61,8 +61,9 @@ class Changed(enum.IntFlag):
     MASS = 8
     FIXED = 16  # pins or the grabbed particle
     FORCES = 32  # the list of attached forces (or gravity / drag removed or restored)
+    TOPOLOGY = 64  # the spring list itself (springs added or removed: engine/topology.py)
     SPRINGS = STIFFNESS | DAMPING | REST_LENGTHS
-    ALL = SPRINGS | MASS | FIXED | FORCES
+    ALL = SPRINGS | MASS | FIXED | FORCES | TOPOLOGY
 
 
 class Model:
@@ -108,6 +109,12 @@ class Model:
                                         self.grid_shape)
                             if self.grid_kernels and self.n_springs else None)
         return self._layout
+
+    def set_springs(self, spring_a: np.ndarray, spring_b: np.ndarray, params: Params) -> None:
+        """A live topology edit (engine/topology.py): the new spring list and the Params
+        sized for it; the grid layout is looked for again on next use."""
+        self.spring_a, self.spring_b, self.params = spring_a, spring_b, params
+        self._layout = False
 
     def gravity(self) -> np.ndarray:
         """The acceleration the particle update adds, m/s^2 (zero with gravity removed)."""

@@ -14,6 +14,14 @@ springs until none is longer than (1 + max_stretch)(1 + STRETCH_TOLERANCE) L or
 MAX_STRETCH_PASSES passes ran. Each move dx also changes the velocity by dx / dt, so the
 velocities stay consistent with the corrected positions (the stretching speed is removed).
 
+Crack tips (``crack_tip_factor`` f < 1, ``crack_tip_time`` T s): when a spring breaks
+by strain at the end of a step at time t, every intact spring that shares a particle
+with it is weakened until t + T: while weakened its break strain is f times its own.
+The next steps' checks use the weakened threshold, so a rip runs along the cloth the way
+fabric tears (the stress concentrates at the tip of a crack) instead of stopping at the
+first broken spring. f = 1 (the default) is off. Springs broken by ``break_springs`` (a
+cut) do not weaken their neighbours; the crack starts at the first strain break.
+
 Order in a step: integrator, grab, tearing check (on the unlimited strain), strain
 limiting, contacts. So a limited spring still breaks when a grab or a collider pulls it
 past its break strain within one step.
@@ -37,19 +45,50 @@ STRETCH_TOLERANCE = 1e-3
 
 
 @njit(cache=True)
-def break_overstrained(x, spring_a, spring_b, rest, break_strain, broken):
-    """Mark every intact spring whose strain (l - L) / L exceeds break_strain as broken;
-    returns how many broke."""
+def break_overstrained(x, spring_a, spring_b, rest, break_strain, broken, weak_until, time,
+                       factor, fresh):
+    """Mark every intact spring whose strain (l - L) / L exceeds its break strain (times
+    ``factor`` while weak_until[s] > time, s) as broken, listing it in ``fresh``; returns
+    how many broke."""
     count = 0
     for s in range(spring_a.shape[0]):
         if broken[s] or rest[s] <= 0.0:
             continue
         a, b = spring_a[s], spring_b[s]
         dx, dy, dz = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
-        if (math.sqrt(dx * dx + dy * dy + dz * dz) - rest[s]) / rest[s] > break_strain[s]:
+        limit = break_strain[s] * factor if weak_until[s] > time else break_strain[s]
+        if (math.sqrt(dx * dx + dy * dy + dz * dz) - rest[s]) / rest[s] > limit:
             broken[s] = True
+            fresh[count] = s
             count += 1
     return count
+
+
+@njit(cache=True)
+def weaken_neighbours(fresh, count, spring_a, spring_b, starts, incident, broken, weak_until,
+                      until):
+    """weak_until = until (s) for every intact spring sharing a particle with one of the
+    first ``count`` springs in ``fresh`` (``starts``, ``incident``: the springs of each
+    particle, CSR)."""
+    for k in range(count):
+        s = fresh[k]
+        for p in (spring_a[s], spring_b[s]):
+            for e in range(starts[p], starts[p + 1]):
+                other = incident[e]
+                if not broken[other]:
+                    weak_until[other] = until
+
+
+def incident_springs(spring_a: np.ndarray, spring_b: np.ndarray,
+                     n_particles: int) -> tuple[np.ndarray, np.ndarray]:
+    """The springs of each particle as CSR (starts (n + 1,), incident (2 m,)) int64."""
+    ends = np.concatenate([spring_a, spring_b]).astype(np.int64)
+    order = np.argsort(ends, kind="stable")
+    m = spring_a.shape[0]
+    incident = np.where(order < m, order, order - m).astype(np.int64)
+    starts = np.zeros(n_particles + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ends, minlength=n_particles), out=starts[1:])
+    return starts, incident
 
 
 @njit(cache=True)
@@ -161,6 +200,18 @@ def break_strains(value: Any, m: int) -> np.ndarray:
     return strain
 
 
+def crack_tip_setting(value: Any, field: str) -> float:
+    """Validated crack_tip_factor (in (0, 1], 1 = off) or crack_tip_time (> 0 s)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{field}: expected a number, got {show(value)}")
+    value = float(value)
+    if field == "crack_tip_factor" and not 0.0 < value <= 1.0:
+        raise ValueError(f"crack_tip_factor: must be in (0, 1] (1 = off), got {value}")
+    if field == "crack_tip_time" and not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"crack_tip_time: must be a finite number > 0 s, got {value}")
+    return value
+
+
 def stretch_limit(value: Any) -> float | None:
     """Validated max_stretch: None (off) or a finite number > 0 (0.1 = 10 %)."""
     if value is None:
@@ -175,8 +226,9 @@ def stretch_limit(value: Any) -> float | None:
 
 
 class Tearing:
-    """The tearing state of one simulation: break_strain (m,), the broken mask (m,) bool
-    and the user's stiffness (N/m) and damping (N*s/m) that broken springs lose."""
+    """The tearing state of one simulation: break_strain (m,), the broken mask (m,) bool,
+    the user's stiffness (N/m) and damping (N*s/m) that broken springs lose, and the
+    crack tips: weak_until (m,) s, crack_tip_factor, crack_tip_time (s)."""
 
     def __init__(self, params: Params):
         m = params.stiffness.shape[0]
@@ -186,15 +238,40 @@ class Tearing:
         self.damping = params.damping.copy()
         self.breakable = False  # any finite break strain
         self.n_broken = 0
+        self.crack_tip_factor = 1.0  # off
+        self.crack_tip_time = 0.05
+        self._crack_arrays(m)
+
+    def _crack_arrays(self, m: int) -> None:
+        self.weak_until = np.full(m, -np.inf)
+        self._fresh = np.zeros(m, dtype=np.int64)
+        self._incident: tuple[np.ndarray, np.ndarray] | None = None  # made on first use
+
+    def set_springs(self, stiffness: np.ndarray, damping: np.ndarray,
+                    break_strain: np.ndarray, broken: np.ndarray) -> None:
+        """A live topology edit (engine/topology.py): the per-spring arrays of the new
+        spring list (user stiffness N/m, damping N*s/m, break strains, broken mask)."""
+        self.stiffness, self.damping = stiffness, damping
+        self.break_strain, self.broken = break_strain, broken
+        self.breakable = bool(np.isfinite(break_strain).any())
+        self.n_broken = int(np.count_nonzero(broken))
+        self._crack_arrays(broken.shape[0])
 
     def set_break_strain(self, value: Any) -> None:
         self.break_strain[:] = break_strains(value, self.broken.shape[0])
         self.breakable = bool(np.isfinite(self.break_strain).any())
 
     def check(self, x: np.ndarray, spring_a: np.ndarray, spring_b: np.ndarray,
-              rest: np.ndarray) -> int:
-        """Break the springs strained past their break strain; returns how many broke."""
-        count = break_overstrained(x, spring_a, spring_b, rest, self.break_strain, self.broken)
+              rest: np.ndarray, time: float) -> int:
+        """Break the springs strained past their break strain at ``time`` (s, the end of
+        the step), weakening the neighbours of the fresh breaks; returns how many broke."""
+        count = break_overstrained(x, spring_a, spring_b, rest, self.break_strain, self.broken,
+                                   self.weak_until, time, self.crack_tip_factor, self._fresh)
+        if count and self.crack_tip_factor < 1.0:
+            if self._incident is None:
+                self._incident = incident_springs(spring_a, spring_b, x.shape[0])
+            weaken_neighbours(self._fresh, count, spring_a, spring_b, *self._incident,
+                              self.broken, self.weak_until, time + self.crack_tip_time)
         self.n_broken += count
         return count
 
@@ -212,6 +289,7 @@ class Tearing:
         had = self.n_broken > 0
         self.broken[:] = False
         self.n_broken = 0
+        self.weak_until[:] = -np.inf
         return had
 
     def write(self, params: Params) -> None:

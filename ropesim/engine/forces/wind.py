@@ -14,7 +14,9 @@ u_perp = u - (u.t) t and the area A = d L:
 
     F = 1/2 rho d L |u_perp| ( C_d u_perp + C_l (u.t) t )
 
-split evenly over its 2 ends. Gusts: w(t) = w0 + gust |w0| g(t), where each component of
+split evenly over its 2 ends. Torn surfaces: a triangle that has lost a spring along an
+edge (broken, see tearing.py) feels no wind, so a hole in a torn cloth lets the air
+through; a broken rope segment feels none either. Gusts: w(t) = w0 + gust |w0| g(t), where each component of
 g is a sum of GUST_MODES sinusoids with frequencies drawn uniformly in
 [0.5, 1.5] * gust_frequency (Hz) and random phases from ``seed``, normalised to unit RMS,
 so ``gust`` is the relative RMS of the gust per axis (z stays 0 for planar systems).
@@ -32,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from ..state import Params, State
+from ..tearing import triangle_edge_springs
 from .base import Force
 
 #: sinusoids per gust component
@@ -53,10 +56,18 @@ def gust_velocity(base, gust_speed, frequencies, phases, time, planar, out):
 
 
 @njit(cache=True)
-def triangle_wind(x, v, triangles, w, rho, drag, lift, f):
-    """Add the wind force of every triangle (split over its corners) into f (n, 3), N."""
+def triangle_wind(x, v, triangles, edge_springs, broken, w, rho, drag, lift, f):
+    """Add the wind force of every triangle (split over its corners) into f (n, 3), N;
+    a triangle with a broken edge spring (edge_springs (t, 3), -1 = none) is skipped."""
     third = 1.0 / 3.0
     for t in range(triangles.shape[0]):
+        torn = False
+        for e in range(3):
+            s = edge_springs[t, e]
+            if s >= 0 and broken[s]:
+                torn = True
+        if torn:
+            continue
         a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
         e1x, e1y, e1z = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
         e2x, e2y, e2z = x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2]
@@ -82,10 +93,12 @@ def triangle_wind(x, v, triangles, w, rho, drag, lift, f):
 
 
 @njit(cache=True)
-def segment_wind(x, v, spring_a, spring_b, w, rho, drag, lift, thickness, f):
-    """Add the wind force of every spring segment (a cylinder of diameter thickness, m,
-    split over its 2 ends) into f (n, 3), N."""
+def segment_wind(x, v, spring_a, spring_b, broken, w, rho, drag, lift, thickness, f):
+    """Add the wind force of every intact spring segment (a cylinder of diameter
+    thickness, m, split over its 2 ends) into f (n, 3), N."""
     for s in range(spring_a.shape[0]):
+        if broken[s]:
+            continue
         a, b = spring_a[s], spring_b[s]
         dx, dy, dz = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
         length = math.sqrt(dx * dx + dy * dy + dz * dz)
@@ -154,7 +167,9 @@ class Wind(Force):
         self._phases = rng.uniform(0.0, 2.0 * np.pi, (3, GUST_MODES))
         self._air = np.zeros(3)
         self._triangles: np.ndarray | None = None
+        self._edge_springs = np.zeros((0, 3), np.int64)
         self._spring_a = self._spring_b = np.zeros(0, np.int32)
+        self._broken = np.zeros(0, np.bool_)
         self._planar = False
 
     @property
@@ -173,12 +188,18 @@ class Wind(Force):
         self._speed = float(math.sqrt(w @ w))
 
     def bind(self, triangles: np.ndarray | None, spring_a: np.ndarray, spring_b: np.ndarray,
-             planar: bool) -> None:
-        """Take the surface (t, 3) triangles, or without them the springs, it acts on
-        (Simulation.add_force calls this)."""
+             planar: bool, broken: np.ndarray | None = None) -> None:
+        """Take the surface (t, 3) triangles, or without them the springs, it acts on, and
+        the live (m,) broken mask of the springs (Simulation.add_force and every topology
+        edit call this; None: nothing is broken)."""
         self._triangles = (None if triangles is None or len(triangles) == 0
                            else np.ascontiguousarray(triangles, dtype=np.int64))
         self._spring_a, self._spring_b = spring_a, spring_b
+        self._broken = np.zeros(spring_a.shape[0], np.bool_) if broken is None else broken
+        if self._triangles is not None:
+            n = 1 + max(int(self._triangles.max()), int(spring_a.max(initial=-1)),
+                        int(spring_b.max(initial=-1)))  # above every particle index
+            self._edge_springs = triangle_edge_springs(self._triangles, spring_a, spring_b, n)
         self._planar = bool(planar)
 
     def air_velocity(self, time: float) -> np.ndarray:
@@ -190,11 +211,11 @@ class Wind(Force):
     def accumulate(self, state: State, params: Params, f: np.ndarray) -> None:
         w = self.air_velocity(state.time)
         if self._triangles is not None:
-            triangle_wind(state.x, state.v, self._triangles, w, self.density, self.drag,
-                          self.lift, f)
+            triangle_wind(state.x, state.v, self._triangles, self._edge_springs, self._broken,
+                          w, self.density, self.drag, self.lift, f)
         else:
-            segment_wind(state.x, state.v, self._spring_a, self._spring_b, w, self.density,
-                         self.drag, self.lift, self.thickness, f)
+            segment_wind(state.x, state.v, self._spring_a, self._spring_b, self._broken, w,
+                         self.density, self.drag, self.lift, self.thickness, f)
 
     def __repr__(self) -> str:
         w = ", ".join(f"{c:g}" for c in self._velocity)

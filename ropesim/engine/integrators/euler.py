@@ -26,7 +26,7 @@ from ..kernels.sweeps import (
     GridSweep, coloured_euler, coloured_euler_parallel, grid_euler, grid_euler_parallel,
     plain_euler,
 )
-from ..state import Model, State
+from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
 
 #: springs from which a system without grid structure runs the edge-coloured kernels
@@ -205,6 +205,10 @@ class _Euler(Integrator):
         if self._path is None:
             self._path = choose_path(self.model)
         return self._path
+
+    def notify_model_changed(self, flags: Changed) -> None:
+        if flags & Changed.TOPOLOGY:  # new spring list: the kernel path is chosen again
+            self._path = None
 
     def step(self, state: State, dt: float) -> float:
         external, has_external = self.external_forces(state)

@@ -311,6 +311,9 @@ class _Theta(Integrator):
         return self._spring_list
 
     def notify_model_changed(self, flags: Changed) -> None:
+        if flags & Changed.TOPOLOGY:  # new spring list: both solvers are set up again
+            self.finish()
+            self._grid, self._spring_list = False, None
         if flags & Changed.SPRINGS and isinstance(self._grid, _GridImplicit):
             self._grid.params_stale = True
         if flags & Changed.FORCES:

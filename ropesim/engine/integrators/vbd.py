@@ -40,7 +40,7 @@ from numba import njit, prange
 from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..linalg.multigrid import _inv3 as inverse_3x3
-from ..state import Model, State
+from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
@@ -253,7 +253,7 @@ class VBD(Integrator):
     ``iterations`` = sweeps of the last step, ``residual`` = |f| of its last sweep over
     |M (y - x_t) / h^2| (the force imbalance left, relative to the step's inertial
     force), ``converged`` = that residual is finite. The kernels read the Params every
-    sweep, so live edits need no notice (the base notify_model_changed).
+    sweep, so parameter edits need no notice; a topology edit rebuilds the adjacency.
     """
 
     name = "vbd"
@@ -268,9 +268,7 @@ class VBD(Integrator):
         self.initialisation = "inertia"
         self.chebyshev_rho = 0.0
         n, dtype = model.n_particles, model.dtype
-        self._adjacency = vertex_adjacency(model.spring_a, model.spring_b, n)
-        self._order, self._colour_starts = vertex_colouring(self._adjacency[0],
-                                                            self._adjacency[2])
+        self._set_up_springs()
         self._x_t = np.zeros((n, 3), dtype)
         self._y = np.zeros((n, 3), dtype)
         self._x_1 = np.zeros((n, 3), dtype)
@@ -278,7 +276,18 @@ class VBD(Integrator):
         self._v_start = np.zeros((n, 3), dtype)  # the last step's start velocities
         self._force_sq = np.zeros(n, np.float64)
         self._last_step: int | None = None
+
+    def _set_up_springs(self) -> None:
+        """The particle adjacency and colouring of the model's spring list."""
+        model = self.model
+        self._adjacency = vertex_adjacency(model.spring_a, model.spring_b, model.n_particles)
+        self._order, self._colour_starts = vertex_colouring(self._adjacency[0],
+                                                            self._adjacency[2])
         self._passes = ColourPasses(True, model.n_springs)
+
+    def notify_model_changed(self, flags: Changed) -> None:
+        if flags & Changed.TOPOLOGY:  # new spring list: adjacency and colours again
+            self._set_up_springs()
 
     @property
     def initialisation(self) -> str:

@@ -33,7 +33,7 @@ from numba import njit, prange
 
 from ..kernels.colouring import edge_colouring
 from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
-from ..state import Model, State
+from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
@@ -207,7 +207,7 @@ class XPBD(Integrator):
     ``iterations`` = Gauss-Seidel passes of the last step (substeps x iterations),
     ``residual`` = its constraint error (:func:`constraint_error`, m, after the last
     pass), ``converged`` = that error is finite. The kernels read the Params every
-    substep, so live edits need no notice (the base notify_model_changed).
+    substep, so parameter edits need no notice; a topology edit colours the springs again.
     """
 
     name = "xpbd"
@@ -222,8 +222,16 @@ class XPBD(Integrator):
         self.substeps = DEFAULT_SUBSTEPS
         self.iterations = DEFAULT_ITERATIONS
         self.compliance = None
-        n, m, dtype = model.n_particles, model.n_springs, model.dtype
+        n, dtype = model.n_particles, model.dtype
         self._x_prev = np.zeros((n, 3), dtype)
+        self._set_up_springs()
+        self._chunks = np.linspace(0, n, CHUNKS + 1).astype(np.int64)
+        self._results = np.zeros((CHUNKS, 2))
+
+    def _set_up_springs(self) -> None:
+        """The multipliers and the colour order of the model's spring list."""
+        model = self.model
+        n, m = model.n_particles, model.n_springs
         self._lambda = np.zeros(m, np.float64)
         colouring = edge_colouring(model.spring_a, model.spring_b, n) if m else None
         if colouring is None:  # > 128 colours (or no springs): one serial pass in order
@@ -232,8 +240,10 @@ class XPBD(Integrator):
         else:
             self._order, self._starts = colouring
         self._passes = ColourPasses(colouring is not None, m)
-        self._chunks = np.linspace(0, n, CHUNKS + 1).astype(np.int64)
-        self._results = np.zeros((CHUNKS, 2))
+
+    def notify_model_changed(self, flags: Changed) -> None:
+        if flags & Changed.TOPOLOGY:  # new spring list: coloured again
+            self._set_up_springs()
 
     @property
     def compliance(self) -> float | None:
