@@ -469,9 +469,10 @@ class ViewerController:
 
     def press(self, x: float, y: float, button: int, shift: bool = False, *,
               alt: bool = False, pluck: bool = False, cut: bool = False) -> None:
-        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe;
+        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe,
+        Alt+drag adds a spring; ``shift``: Shift+click pins, Shift+drag pins a group;
         ``cut``: X is held (left-drag cuts, as with the cut tool)."""
-        if self.edit.press(x, y, button, cut=cut):
+        if self.edit.press(x, y, button, shift=shift, alt=alt, pluck=pluck, cut=cut):
             return
         self.mouse.press(x, y, button, shift, alt=alt, pluck=pluck)
 
@@ -486,6 +487,10 @@ class ViewerController:
     def undo_cut(self) -> None:
         """Ctrl+Z: mend the springs the last cut broke."""
         self.edit.undo()
+
+    def delete_hovered(self) -> None:
+        """Delete: remove the hovered particle with its springs."""
+        self.edit.delete_hovered()
 
     def toggle_wind(self) -> None:
         """K: the wind off (detached, settings kept) or on again."""

@@ -11,7 +11,7 @@ segments, and springs already broken do not count.
 :class:`CutTool` holds the stroke being drawn (cut as it grows, so the cloth parts under
 the cursor) and the undo stack: each finished stroke remembers the springs it broke, and
 :meth:`CutTool.undo` (Ctrl+Z) mends the last stroke's springs
-(``Simulation.restore_springs``).
+(``Simulation.restore_springs``), unless the network was edited since.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class CutTool:
         self.tool = "grab"
         self.stroke: list[tuple[float, float]] = []
         self.cut_now: list[np.ndarray] = []
-        self._undo: list[np.ndarray] = []
+        self._undo: list[tuple[int, np.ndarray]] = []   # (topology_version, springs)
 
     def set_tool(self, name: str) -> None:
         """The left button's tool: one of TOOLS."""
@@ -114,7 +114,7 @@ class CutTool:
             return 0
         segment = np.array([self.stroke[-1], (float(x), float(y))])
         self.stroke.append((float(x), float(y)))
-        springs = sim.system.springs.reshape(-1, 2)
+        springs = sim.springs
         hit = crossed_springs(camera, view_size, sim.positions, springs[:, 0], springs[:, 1],
                               segment, skip=sim.broken)
         if hit.size:
@@ -122,22 +122,26 @@ class CutTool:
             self.cut_now.append(hit)
         return int(hit.size)
 
-    def finish(self) -> str:
+    def finish(self, sim: Simulation) -> str:
         """End the stroke; it goes on the undo stack if it cut anything. Returns the
         status line."""
         cut = np.concatenate(self.cut_now) if self.cut_now else np.zeros(0, np.int64)
         self.stroke, self.cut_now = [], []
         if not cut.size:
             return "cut: the stroke crossed no spring"
-        self._undo.append(cut)
+        self._undo.append((sim.topology_version, cut))
         del self._undo[:-UNDO_DEPTH]
         return f"cut {cut.size} springs (Ctrl+Z undoes)"
 
     def undo(self, sim: Simulation) -> str:
-        """Mend the springs of the last cut; returns the status line."""
+        """Mend the springs of the last cut; returns the status line. An edit of the
+        network since (springs added or removed renumber them) empties the stack."""
         if not self._undo:
             return "nothing to undo"
-        cut = self._undo.pop()
+        version, cut = self._undo.pop()
+        if version != sim.topology_version:
+            self._undo.clear()
+            return "nothing to undo: the network was edited since the last cut"
         mended = sim.restore_springs(cut)
         return f"undo: {mended} springs mended"
 

@@ -50,6 +50,7 @@ HOTKEYS: tuple[Hotkey, ...] = (
 EDIT_HOTKEYS: tuple[Hotkey, ...] = (
     Hotkey(("k",), "K", "toggle_wind", "wind on / off (panel: Wind)"),
     Hotkey(("ctrl+z",), "Ctrl+Z", "undo_cut", "undo the last cut"),
+    Hotkey(("delete",), "Delete", "delete_hovered", "remove the hovered particle"),
 )
 #: mouse bindings, for the help overlay and docs (label, what it does)
 MOUSE_HELP: tuple[tuple[str, str], ...] = (
@@ -61,12 +62,15 @@ MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Right- or middle-drag", "pan"),
     ("Wheel", "zoom toward the cursor"),
     ("hold X + left-drag", "cut the springs the stroke crosses (or the panel's cut tool)"),
+    ("Alt+drag particle to particle", "add a spring at their distance"),
+    ("Shift+drag a rectangle", "pin the particles inside (all pinned: unpin)"),
 )
 _KEY_TO_HOTKEY = {name: hotkey for hotkey in HOTKEYS + EDIT_HOTKEYS for name in hotkey.keys}
 
 _NAMED_KEYS = {
     "SPACE": "space", "RIGHT": "right", "PERIOD": "period", "BACKSPACE": "backspace",
     "EQUAL": "equal", "MINUS": "minus", "ESCAPE": "escape", "F1": "f1", "F11": "f11",
+    "DELETE": "delete",
 }
 
 
