@@ -62,7 +62,7 @@ MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Right- or middle-drag", "pan"),
     ("Wheel", "zoom toward the cursor"),
     ("hold X + left-drag", "cut the springs the stroke crosses (or the panel's cut tool)"),
-    ("Alt+drag particle to particle", "add a spring at their distance"),
+    ("Alt+drag particle", "to another particle: a spring at their distance"),
     ("Shift+drag a rectangle", "pin the particles inside (all pinned: unpin)"),
 )
 _KEY_TO_HOTKEY = {name: hotkey for hotkey in HOTKEYS + EDIT_HOTKEYS for name in hotkey.keys}
