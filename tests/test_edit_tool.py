@@ -12,6 +12,7 @@ from ropesim.app.controller import ViewerController
 from ropesim.app.edit_tool import particles_in_box
 from ropesim.app.hotkeys import EDIT_HOTKEYS, LEFT, MOUSE_HELP
 from ropesim.io.scenes import scene_from_dict
+from test_renderer import ctx  # noqa: F401  (the EGL context fixture)
 
 VIEW = (800, 600)
 NX, NY = 10, 8
@@ -175,14 +176,10 @@ def test_the_edit_keys_and_gestures_are_in_the_help():
 
 
 # --- the renderer follows the topology (EGL) ----------------------------------------------------
-def test_the_renderer_follows_removed_particles_and_added_springs():
-    from ropesim.render.offscreen import create_headless_context, render_frame
+def test_the_renderer_follows_removed_particles_and_added_springs(ctx):  # noqa: F811
+    from ropesim.render.offscreen import render_frame
     from ropesim.render.renderer import RenderOptions, Renderer
 
-    try:
-        ctx = create_headless_context()
-    except RuntimeError as exc:   # no EGL driver on this machine at all
-        pytest.skip(str(exc))
     c = controller()
     renderer = Renderer(ctx, c.sim)
     options = RenderOptions(show_grid=False, shadows=False)
@@ -205,4 +202,3 @@ def test_the_renderer_follows_removed_particles_and_added_springs():
         assert renderer.n_springs == c.sim.n_springs
     finally:
         renderer.release()
-        ctx.release()

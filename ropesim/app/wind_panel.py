@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..engine.forces.wind import Wind
+from ..engine.model import check_number
 from ..engine.simulation import Simulation
 from ..render.camera import OrbitCamera
 from ..render.overlay import Line, arrow_lines
@@ -44,14 +45,7 @@ def check_setting(name: str, value: Any) -> float:
     if name not in LIMITS:
         raise ValueError(f"wind setting: {name!r} is not one; allowed: {', '.join(LIMITS)}")
     low, high, unit = LIMITS[name]
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not low <= number <= high:
-        raise ValueError(f"wind {name}: must be a number from {low:g} to {high:g} {unit}, "
-                         f"got {value!r}")
-    return number
+    return check_number(value, f"wind {name}", unit, minimum=low, maximum=high)
 
 
 def wind_velocity(azimuth: float, elevation: float, speed: float) -> np.ndarray:
