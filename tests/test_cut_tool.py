@@ -88,12 +88,12 @@ def cut(c: ViewerController, stroke: np.ndarray, **press) -> None:
 
 # --- geometry --------------------------------------------------------------------------------
 def test_segments_cross_only_on_a_proper_crossing():
-    p, q = np.array([0.0, 0.0]), np.array([2.0, 0.0])
-    assert segments_cross(p, q, np.array([1.0, -1.0]), np.array([1.0, 1.0]))
-    assert not segments_cross(p, q, np.array([3.0, -1.0]), np.array([3.0, 1.0]))   # beyond q
-    assert not segments_cross(p, q, np.array([1.0, 0.0]), np.array([1.0, 1.0]))    # touching
-    assert not segments_cross(p, q, np.array([0.5, 0.0]), np.array([1.5, 0.0]))    # collinear
-    assert not segments_cross(p, q, np.array([np.nan, -1.0]), np.array([1.0, 1.0]))
+    p, q = (0.0, 0.0), (2.0, 0.0)
+    assert segments_cross(*p, *q, 1.0, -1.0, 1.0, 1.0)
+    assert not segments_cross(*p, *q, 3.0, -1.0, 3.0, 1.0)     # beyond q
+    assert not segments_cross(*p, *q, 1.0, 0.0, 1.0, 1.0)      # touching
+    assert not segments_cross(*p, *q, 0.5, 0.0, 1.5, 0.0)      # collinear
+    assert not segments_cross(*p, *q, np.nan, -1.0, 1.0, 1.0)  # an end behind the eye
 
 
 def test_x_drag_breaks_exactly_the_springs_whose_screen_segments_cross_the_stroke():

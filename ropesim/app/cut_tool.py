@@ -3,10 +3,10 @@
 The stroke is a polyline in framebuffer pixels (top-left origin, y down). Swept along the
 view rays it is a surface in the world; a spring crosses that surface exactly when its
 two ends, projected with the camera, give a screen segment that intersects one of the
-stroke's segments. So :func:`crossed_springs` projects every particle once and tests
-each stroke segment against all spring segments at once (numpy, vectorised over the
-springs). Springs with an end at or behind the eye plane, touching or collinear
-segments, and springs already broken do not count.
+stroke's segments. So :func:`crossed_springs` projects every particle once (numpy) and
+tests every spring against the stroke's segments in one numba kernel. Springs with an
+end at or behind the eye plane, touching or collinear segments, and springs already
+broken do not count.
 
 :class:`CutTool` holds the stroke being drawn (cut as it grows, so the cloth parts under
 the cursor) and the undo stack: each finished stroke remembers the springs it broke, and
@@ -17,6 +17,7 @@ the cursor) and the undo stack: each finished stroke remembers the springs it br
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..engine.simulation import Simulation
 from ..render.camera import OrbitCamera
@@ -27,18 +28,35 @@ TOOLS = ("grab", "cut")
 UNDO_DEPTH = 32
 
 
-def _orientation(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Sign of the z of (q - p) x (r - p) per row: +1 left turn, -1 right, 0 collinear."""
-    return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
-                   - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
+@njit(cache=True)
+def segments_cross(px, py, qx, qy, ax, ay, bx, by):
+    """Whether the 2-D segments p-q and a-b cross (px): a proper crossing, each one's
+    ends strictly on both sides of the other's line (touching ends and collinear
+    overlaps do not count; NaN ends never cross)."""
+    side_a = (qx - px) * (ay - py) - (qy - py) * (ax - px)
+    side_b = (qx - px) * (by - py) - (qy - py) * (bx - px)
+    if not side_a * side_b < 0.0:
+        return False
+    side_p = (bx - ax) * (py - ay) - (by - ay) * (px - ax)
+    side_q = (bx - ax) * (qy - ay) - (by - ay) * (qx - ax)
+    return side_p * side_q < 0.0
 
 
-def segments_cross(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Whether the 2-D segments p-q and a-b cross (a proper crossing: touching ends and
-    collinear overlaps do not count; NaN ends never cross). Arrays (..., 2), broadcast."""
-    with np.errstate(invalid="ignore"):
-        return ((_orientation(p, q, a) * _orientation(p, q, b) < 0)
-                & (_orientation(a, b, p) * _orientation(a, b, q) < 0))
+@njit(cache=True)
+def mark_crossed(pixels, spring_a, spring_b, stroke, skip, hit):
+    """hit[s] = True for every spring s (not skipped) whose screen segment, ends
+    pixels[spring_a[s]] and pixels[spring_b[s]] (px), crosses a segment of the (k, 2)
+    stroke polyline (px)."""
+    for s in range(spring_a.shape[0]):
+        if skip[s] or hit[s]:
+            continue
+        ax, ay = pixels[spring_a[s], 0], pixels[spring_a[s], 1]
+        bx, by = pixels[spring_b[s], 0], pixels[spring_b[s], 1]
+        for k in range(stroke.shape[0] - 1):
+            if segments_cross(stroke[k, 0], stroke[k, 1], stroke[k + 1, 0], stroke[k + 1, 1],
+                              ax, ay, bx, by):
+                hit[s] = True
+                break
 
 
 def crossed_springs(camera: OrbitCamera, view_size: tuple[int, int], positions: np.ndarray,
@@ -51,17 +69,14 @@ def crossed_springs(camera: OrbitCamera, view_size: tuple[int, int], positions: 
     stroke : (k, 2) stroke points, framebuffer px (k >= 2 for a segment).
     skip : optional (m,) bool mask of springs never reported (the broken ones).
     """
-    stroke = np.asarray(stroke, dtype=np.float64).reshape(-1, 2)
+    stroke = np.ascontiguousarray(stroke, dtype=np.float64).reshape(-1, 2)
     m = len(spring_a)
     if len(stroke) < 2 or m == 0:
         return np.zeros(0, np.int64)
-    pixels, _ = camera.project(positions, *view_size)
-    a, b = pixels[spring_a], pixels[spring_b]
-    hit = np.zeros(m, dtype=bool)
-    for p, q in zip(stroke[:-1], stroke[1:]):   # a few stroke segments, every spring at once
-        hit |= segments_cross(p, q, a, b)
-    if skip is not None:
-        hit &= ~np.asarray(skip, dtype=bool)
+    pixels, _ = camera.project(positions, *view_size)   # NaN at or behind the eye plane
+    hit = np.zeros(m, dtype=np.bool_)
+    mark_crossed(pixels, np.asarray(spring_a), np.asarray(spring_b), stroke,
+                 hit if skip is None else np.asarray(skip, dtype=np.bool_), hit)
     return np.flatnonzero(hit).astype(np.int64)
 
 
@@ -150,4 +165,4 @@ class CutTool:
         return np.array(self.stroke, dtype=np.float64).reshape(-1, 2)
 
 
-__all__ = ["CutTool", "TOOLS", "UNDO_DEPTH", "crossed_springs", "segments_cross"]
+__all__ = ["CutTool", "TOOLS", "UNDO_DEPTH", "crossed_springs", "mark_crossed", "segments_cross"]
