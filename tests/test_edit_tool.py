@@ -202,3 +202,26 @@ def test_the_renderer_follows_removed_particles_and_added_springs(ctx):  # noqa:
         assert renderer.n_springs == c.sim.n_springs
     finally:
         renderer.release()
+
+
+def test_a_removed_particle_is_not_drawn_among_the_particles(ctx):  # noqa: F811
+    from ropesim.render.offscreen import render_frame
+    from ropesim.render.renderer import RenderOptions, Renderer
+
+    c = controller()
+    corner = NY * NX - 1                            # bottom right: no spring passes over it
+    renderer = Renderer(ctx, c.sim)
+    options = RenderOptions(mode="springs+particles", show_grid=False, shadows=False)
+    background = np.round(np.array(options.background) * 255)
+    x, y = (int(round(v)) for v in screen_of(c, corner))
+    try:
+        pixels = render_frame(ctx, renderer, c.camera, *VIEW, options, samples=0)
+        assert np.abs(pixels[y, x] - background).max() > 10
+        c.sim.remove_particle(corner)
+        pixels = render_frame(ctx, renderer, c.camera, *VIEW, options, samples=0)
+        assert np.abs(pixels[y, x] - background).max() <= 10
+        neighbour = screen_of(c, corner - 1)
+        assert np.abs(pixels[int(round(neighbour[1])), int(round(neighbour[0]))]
+                      - background).max() > 10   # the others are still drawn
+    finally:
+        renderer.release()

@@ -533,11 +533,17 @@ class Renderer:
 
         particle_attrs = [(self._vbo_pos, "3f", "in_position"), (self._vbo_flags, "u4", "in_flags"),
                           (self._vbo_strain, "f4", "in_strain")]
-        self._vao_particles = ctx.vertex_array(progs["particles"], particle_attrs)
+        removed = getattr(sim, "removed_particles", None)   # issue 13: not drawn
+        shown: dict[str, Any] = {}
+        if removed is not None and removed.any():
+            kept = ctx.buffer(np.flatnonzero(~removed).astype(np.uint32).tobytes())
+            self._scene.append(kept)
+            shown = {"index_buffer": kept, "index_element_size": 4}
+        self._vao_particles = ctx.vertex_array(progs["particles"], particle_attrs, **shown)
         self._vao_flagged = ctx.vertex_array(progs["particles"], particle_attrs,
                                              index_buffer=self._ibo_flagged, index_element_size=4)
         self._vao_particles_depth = ctx.vertex_array(
-            progs["particles_depth"], [(self._vbo_pos, "3f", "in_position")])
+            progs["particles_depth"], [(self._vbo_pos, "3f", "in_position")], **shown)
         self._scene += [self._vao_particles, self._vao_flagged, self._vao_particles_depth]
 
         self.spacing = scene_spacing(_rest_positions(system), self._rest)
