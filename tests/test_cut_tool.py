@@ -358,3 +358,50 @@ def test_a_cut_rope_is_drawn_without_its_broken_springs(ctx, mode):  # noqa: F81
         assert shown().all()
     finally:
         renderer.release()
+
+
+# --- the panel sections (their imgui calls, answered by a stand-in) ------------------------
+class ScriptedImgui:
+    """Answers the widget calls of a panel section: the widget labelled in ``edits``
+    reports a change to that value, every other one reports none."""
+
+    def __init__(self, **edits) -> None:
+        self.edits = edits
+        self.labels: list[str] = []
+
+    def _answer(self, label, value):
+        self.labels.append(label)
+        return (True, self.edits[label]) if label in self.edits else (False, value)
+
+    def checkbox(self, label, value):
+        return self._answer(label, value)
+
+    def slider_float(self, label, value, low, high, fmt):
+        return self._answer(label, value)
+
+    def combo(self, label, index, items):
+        return self._answer(label, index)
+
+    def small_button(self, label):
+        return self._answer(label.split(" (")[0], False)[1]
+
+    def text(self, _text):
+        pass
+
+    def same_line(self):
+        pass
+
+
+def test_the_panel_sections_switch_the_wind_set_it_and_choose_the_tool():
+    c = controller()
+    c.wind.draw_panel_section(ScriptedImgui(**{"wind on (K)": True, "speed [m/s]": 12.0,
+                                                "elevation [deg]": 95.0}), c.toggle_wind)
+    assert c.wind.on and c.wind.settings["speed"] == 12.0
+    assert c.wind.settings["elevation"] == 90.0          # a slider's typed value is clamped
+    assert np.allclose(c.wind.wind.velocity, [0.0, 12.0, 0.0], atol=1e-9)
+    c.edit.draw_panel_section(ScriptedImgui(**{"left-drag tool": 1}))
+    assert c.edit.cut.tool == "cut"
+    cut(c, zigzag_over(c))
+    assert c.sim.broken.any()
+    c.edit.draw_panel_section(ScriptedImgui(**{"undo cut": True}))
+    assert not c.sim.broken.any()
