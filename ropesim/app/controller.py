@@ -33,12 +33,14 @@ from ..render.frame_loop import advance_frame
 from ..render.framing import reach_points
 from ..render.renderer import WIREFRAME_MODES, RenderOptions
 from .capture import RECORD_FPS, Capture
+from .edit_tool import EditTool
 from .frame_clock import FrameClock
 from .hotkeys import DIGITS, hotkey_for
 from .layout import UiLayout, collapsed_by_width
 from .mouse import Mouse
 from .parameters import LiveParameters, ParameterEditor, cloth_overrides, cloth_shape
 from .wave_tools import WaveTools
+from .wind_panel import WindControls
 
 ENERGY_HISTORY = 600         # energy samples kept for the panel's plot
 TIME_SCALE_STEP = 2.0        # factor of the = (faster) and - (slow motion) keys
@@ -123,6 +125,8 @@ class ViewerController:
         self.params = ParameterEditor(self)
         self.energy = EnergyHistory()
         self.waves = WaveTools()                   # issue 16: pluck, probes, probe plots
+        self.edit = EditTool(self)                 # issue 13: cut strokes, undo
+        self.wind = WindControls()                 # issue 13: K, the panel's Wind section
         self._initial_camera = camera
         self.sim: Simulation | None = None
         self.load_scene(scene)
@@ -151,6 +155,8 @@ class ViewerController:
         self.params.attach()
         self.mouse.attach(self.sim)
         self.waves.attach(self.sim)
+        self.edit.attach(self.sim)
+        self.wind.attach(self.sim)
         self.paused = False
         self.error = None
         self.frame_clock.clear()
@@ -167,6 +173,7 @@ class ViewerController:
         self.mouse.let_go()
         self.sim.reset()
         self.waves.restart(self.sim)
+        self.edit.attach(self.sim)    # the reset mended every cut
         self.error = None
         self.frame_clock.clear()
         self.energy.clear()
@@ -461,16 +468,41 @@ class ViewerController:
         self.mouse.move(x, y)
 
     def press(self, x: float, y: float, button: int, shift: bool = False, *,
-              alt: bool = False, pluck: bool = False, ctrl: bool = False) -> None:
-        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe;
-        ``ctrl``: Ctrl+drag moves a collider."""
+              alt: bool = False, pluck: bool = False, cut: bool = False,
+              ctrl: bool = False) -> None:
+        """``pluck``: Q is held (Q+click plucks); ``alt``: Alt+click toggles a probe,
+        Alt+drag adds a spring; ``shift``: Shift+click pins, Shift+drag pins a group;
+        ``cut``: X is held (left-drag cuts, as with the cut tool); ``ctrl``: Ctrl+drag
+        moves a collider."""
+        if self.edit.press(x, y, button, shift=shift, alt=alt, pluck=pluck, cut=cut):
+            return
         self.mouse.press(x, y, button, shift, alt=alt, pluck=pluck, ctrl=ctrl)
 
     def drag(self, x: float, y: float) -> None:
+        self.edit.drag(x, y)
         self.mouse.drag(x, y)
 
     def release(self, x: float, y: float, button: int) -> None:
+        self.edit.release(x, y, button)
         self.mouse.release(x, y, button)
+
+    def undo_cut(self) -> None:
+        """Ctrl+Z: mend the springs the last cut broke."""
+        self.edit.undo()
+
+    def delete_hovered(self) -> None:
+        """Delete: remove the hovered particle with its springs."""
+        self.edit.delete_hovered()
+
+    def toggle_wind(self) -> None:
+        """K: the wind off (detached, settings kept) or on again."""
+        self.message = self.wind.toggle(self.sim)
+
+    def overlay_lines(self) -> list:
+        """2-D lines (framebuffer px) the window draws over the scene: the cut stroke
+        and the wind arrow (ropesim.render.overlay.Line)."""
+        return (self.edit.overlay_lines()
+                + self.wind.overlay_lines(self.sim, self.camera, self.view_size))
 
     def scroll(self, steps: float) -> None:
         self.mouse.scroll(steps)

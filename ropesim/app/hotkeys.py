@@ -45,6 +45,13 @@ HOTKEYS: tuple[Hotkey, ...] = (
     Hotkey(("escape",), "Esc", "request_quit", "quit"),
     Hotkey(("f11",), "F11", "toggle_fullscreen", "fullscreen"),
 )
+#: issue 13's keys (cutting, wind), in their own table: HOTKEYS binds no modifier, and
+#: Ctrl+Z is a chord (the window names it "ctrl+z": see :func:`chord_name`)
+EDIT_HOTKEYS: tuple[Hotkey, ...] = (
+    Hotkey(("k",), "K", "toggle_wind", "wind on / off (panel: Wind)"),
+    Hotkey(("ctrl+z",), "Ctrl+Z", "undo_cut", "undo the last cut"),
+    Hotkey(("delete",), "Delete", "delete_hovered", "remove the hovered particle"),
+)
 #: mouse bindings, for the help overlay and docs (label, what it does)
 MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Left-drag particle", "grab, drag, release to fling"),
@@ -54,18 +61,29 @@ MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Left-drag empty space", "orbit (after 4 px)"),
     ("Right- or middle-drag", "pan"),
     ("Wheel", "zoom toward the cursor"),
+    ("hold X + left-drag", "cut the springs the stroke crosses (or the panel's cut tool)"),
+    ("Alt+drag particle", "to another particle: a spring at their distance"),
+    ("Shift+drag a rectangle", "pin the particles inside (all pinned: unpin)"),
 )
-_KEY_TO_HOTKEY = {name: hotkey for hotkey in HOTKEYS for name in hotkey.keys}
+_KEY_TO_HOTKEY = {name: hotkey for hotkey in HOTKEYS + EDIT_HOTKEYS for name in hotkey.keys}
 
 _NAMED_KEYS = {
     "SPACE": "space", "RIGHT": "right", "PERIOD": "period", "BACKSPACE": "backspace",
     "EQUAL": "equal", "MINUS": "minus", "ESCAPE": "escape", "F1": "f1", "F11": "f11",
+    "DELETE": "delete",
 }
 
 
 def hotkey_for(name: str) -> Hotkey | None:
     """The hotkey bound to key ``name`` ("space", "r", "1", ...), or None."""
     return _KEY_TO_HOTKEY.get(name)
+
+
+def chord_name(name: str, ctrl: bool) -> str:
+    """The key name to look up: "ctrl+NAME" when Ctrl is held and that chord is bound
+    (Ctrl+Z), else ``name`` (Ctrl with any other key acts as the key alone)."""
+    chord = f"ctrl+{name}"
+    return chord if ctrl and chord in _KEY_TO_HOTKEY else name
 
 
 def key_names(keys: Any) -> dict[Any, str]:
@@ -88,5 +106,5 @@ def key_names(keys: Any) -> dict[Any, str]:
     return table
 
 
-__all__ = ["DIGITS", "HOTKEYS", "Hotkey", "LEFT", "MIDDLE", "MOUSE_HELP", "RIGHT", "hotkey_for",
+__all__ = ["DIGITS", "EDIT_HOTKEYS", "HOTKEYS", "chord_name", "Hotkey", "LEFT", "MIDDLE", "MOUSE_HELP", "RIGHT", "hotkey_for",
            "key_names"]

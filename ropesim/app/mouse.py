@@ -110,14 +110,16 @@ class Mouse:
         ``pick_radius_px``; else None."""
         camera, view_size = self.host.camera, self.host.view_size
         positions = self.host.sim.positions
+        removed = self.host.sim.removed_particles      # issue 13: deleted ones are hidden
         hit = pick_particle_screen(camera, x, y, *view_size, positions,
-                                   radius_px=0.0, radius_world=self.particle_radius)
+                                   radius_px=0.0, radius_world=self.particle_radius,
+                                   mask=~removed if removed.any() else None)
         if hit is not None:
             return hit
         pixels, depth = camera.project(positions, *view_size)
         with np.errstate(invalid="ignore"):
             distance_sq = ((pixels - np.array([x, y])) ** 2).sum(axis=1)
-            distance_sq[~((depth >= -1.0) & (depth <= 1.0))] = np.inf
+            distance_sq[~((depth >= -1.0) & (depth <= 1.0)) | removed] = np.inf
         if distance_sq.size == 0:
             return None
         best = int(np.argmin(distance_sq))

@@ -27,10 +27,12 @@ from ..io.video import VideoWriter
 from ..render.camera import OrbitCamera
 from ..render.renderer import WIREFRAME_MODES, RenderOptions, strain_color_stops
 from .frame_clock import TIME_SCALES, FrameClock
-from .hotkeys import HOTKEYS, MOUSE_HELP
+from .edit_tool import EditTool
+from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
 from .wave_tools import WaveTools
+from .wind_panel import WindControls
 
 HELP_FONT_SIZE_PX = 13.0
 HELP_KEY_COLUMN = 128.0  # px, the hotkey column of the overlay
@@ -70,7 +72,10 @@ class PanelSource(Protocol):
     waves: WaveTools                 # pluck strength, probes, arrival times
     camera: OrbitCamera              # (the probe rings' positions on screen)
     view_size: tuple[int, int]
+    edit: EditTool                   # issue 13: the tool selector, cuts and their undo
+    wind: WindControls               # issue 13: wind settings and switch
 
+    def toggle_wind(self) -> None: ...
     def parameter(self, name: str) -> float: ...
     def set_parameter(self, name: str, value: float) -> None: ...
     @property
@@ -115,6 +120,7 @@ class Panel:
             if c.ui_layout.help_shown:
                 self._draw_help()
         c.waves.draw_probe_markers(imgui, implot, c.sim, c.camera, c.view_size)  # issue 16
+        c.wind.draw_label(imgui, c.sim, c.camera, c.view_size)                   # issue 13
         if c.compiling:
             self._draw_notice()
 
@@ -147,6 +153,9 @@ class Panel:
                 self._energy()
             if imgui.collapsing_header("Waves", imgui.TreeNodeFlags_.default_open):
                 self.controller.waves.draw_panel_section(imgui, implot, PANEL_WIDTH - 2 * MARGIN)
+            if imgui.collapsing_header("Tools and wind", imgui.TreeNodeFlags_.default_open):
+                self.controller.edit.draw_panel_section(imgui)                 # issue 13
+                self.controller.wind.draw_panel_section(imgui, self.controller.toggle_wind)
             imgui.pop_item_width()
         imgui.end()
 
@@ -349,7 +358,8 @@ class Panel:
                 imgui.table_setup_column("key", imgui.TableColumnFlags_.width_fixed,
                                          HELP_KEY_COLUMN)
                 imgui.table_setup_column("action", imgui.TableColumnFlags_.width_stretch)
-                for label, text in [(h.label, h.help) for h in HOTKEYS] + list(MOUSE_HELP):
+                for label, text in ([(h.label, h.help) for h in HOTKEYS + EDIT_HOTKEYS]
+                                    + list(MOUSE_HELP)):
                     imgui.table_next_row()
                     imgui.table_next_column()
                     imgui.text_colored(YELLOW, label)

@@ -20,11 +20,12 @@ import numpy as np
 
 from ..render.camera import parse_camera_arg
 from ..render.offscreen import OffscreenTarget, clamp_samples
+from ..render.overlay import Overlay
 from ..render.renderer import Renderer
 from .arguments import add_scene_arguments, number, scene_from_args
 from .capture import RECORD_SIZE
 from .controller import ViewerController
-from .hotkeys import key_names
+from .hotkeys import chord_name, key_names
 from .imgui_backend import ImguiRenderer
 from .mouse import PICK_RADIUS_PX
 from .panel import Panel
@@ -106,6 +107,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
             self.controller.frame_clock.max_steps_per_frame = int(args.substeps)
         self.renderer = Renderer(self.ctx, self.controller.sim)
         self.controller.mouse.particle_radius = self.renderer.particle_radius
+        self.overlay = Overlay(self.ctx)      # issue 13: the cut stroke, the wind arrow
         self.imgui = ImguiRenderer(self.wnd)
         self.panel = Panel(self.controller)
         self._title = ""
@@ -178,6 +180,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
             self.renderer.draw(c.camera, width, height, c.options)
             target.resolve_into(self.wnd.fbo)
             self.wnd.use()
+        self.overlay.draw(c.overlay_lines(), width, height)
         # the panel builds an empty frame while hidden: imgui's input queue stays current
         self.imgui.render_frame(self.panel.draw, frame_time)
 
@@ -244,7 +247,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
             return
         name = self.key_names.get(key)
         if name is not None:
-            self.controller.handle_key(name)
+            self.controller.handle_key(chord_name(name, bool(modifiers.ctrl)))
 
     def on_unicode_char_entered(self, char: str) -> None:
         self.imgui.input.unicode_char_entered(char)
@@ -271,7 +274,10 @@ class RopesimWindow(moderngl_window.WindowConfig):
             return
         shift = bool(self.wnd.modifiers.shift)
         alt, pluck = bool(self.wnd.modifiers.alt), self.wnd.is_key_pressed(self.wnd.keys.Q)
-        self.controller.press(*self.to_pixels(x, y), button, shift=shift, alt=alt, pluck=pluck)
+        cut = self.wnd.is_key_pressed(self.wnd.keys.X)
+        ctrl = bool(self.wnd.modifiers.ctrl)
+        self.controller.press(*self.to_pixels(x, y), button, shift=shift, alt=alt, pluck=pluck,
+                              cut=cut, ctrl=ctrl)
 
     def on_mouse_drag_event(self, x: int, y: int, dx: int, dy: int) -> None:
         self.imgui.input.mouse_drag_event(x, y, dx, dy)

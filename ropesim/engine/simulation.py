@@ -876,6 +876,14 @@ class Simulation(TopologyEditing):
             self._write_broken()
         return fresh
 
+    def restore_springs(self, indices: Any) -> int:
+        """Mend the broken springs at ``indices`` (the viewer's undo of a cut); returns how
+        many were broken. They get their stiffness (N/m) and damping (N*s/m) back."""
+        mended = tearing.mend_springs(self._tearing, indices)
+        if mended:
+            self._write_broken()
+        return mended
+
     @property
     def max_stretch(self) -> float | None:
         """Strain limit (0.1 = 10 %): after each step, springs stretched past it are

@@ -296,3 +296,14 @@ class Tearing:
         """params.stiffness and damping = the user's values, 0 on broken springs."""
         masked_coefficients(self.stiffness, self.broken, params.stiffness)
         masked_coefficients(self.damping, self.broken, params.damping)
+
+
+def mend_springs(tearing: Tearing, indices: Any) -> int:
+    """Mend the springs at ``indices`` (undo of a cut); returns how many were broken.
+    The Simulation writes their stiffness and damping back (Simulation.restore_springs)."""
+    index = as_index_array(indices, "indices").ravel()
+    check_index_range(index, "indices", tearing.broken.shape[0])
+    mended = int(np.count_nonzero(tearing.broken[index]))
+    tearing.broken[index] = False
+    tearing.n_broken = int(np.count_nonzero(tearing.broken))
+    return mended

@@ -354,6 +354,18 @@ class _SpringSet:
     vaos: list[moderngl.VertexArray]
     corners: int
     count: int
+    ibo: moderngl.Buffer | None = None
+    corner_triangles: np.ndarray | None = None
+
+    def show_only(self, keep: np.ndarray) -> None:
+        """Draw only the springs ``keep`` (indices into this set): torn ones are hidden."""
+        tris = np.asarray(self.corner_triangles, dtype=np.uint32).reshape(-1)
+        ids = (np.asarray(keep, dtype=np.uint32)[:, None] * np.uint32(self.corners)
+               + tris[None, :]).reshape(-1)
+        if ids.size:
+            self.ibo.write(ids)
+        for vao in self.vaos:
+            vao.vertices = int(ids.size)
 
     def draw(self, which: int) -> None:
         """Draw with the ``which``-th program (the caller has set its other uniforms)."""
@@ -486,10 +498,12 @@ class Renderer:
         vaos = [ctx.vertex_array(self.programs[name], [], index_buffer=ibo, index_element_size=4)
                 for name in programs]
         self._scene += [*vaos, ibo, ends, rest_tex, ends_buffer]
-        return _SpringSet(ends_buffer, ends, rest_tex, vaos, corners, m)
+        return _SpringSet(ends_buffer, ends, rest_tex, vaos, corners, m, ibo, corner_triangles)
 
-    def rebuild(self, sim: Any) -> None:
-        """Replace the scene: free its buffers and build new ones for ``sim``."""
+    def rebuild(self, sim: Any, keep_sizes: bool = False) -> None:
+        """Replace the scene: free its buffers and build new ones for ``sim``.
+        ``keep_sizes``: the same scene with another topology (sprite, tube, grid and
+        axes sizes stay as they were)."""
         self._release_scene()
         ctx, progs = self.ctx, self.programs
         system = sim.system
@@ -499,6 +513,8 @@ class Renderer:
             raise ValueError(f"sim.positions: expected shape (n, 3), got {positions.shape}")
         self.sim = sim
         self.n_particles = n
+        self.topology_version = getattr(sim, "topology_version", 0)   # issue 13
+        self._n_broken_springs = 0
 
         self._pos32 = np.empty((n, 3), dtype=np.float32)
         self._flags = np.zeros(n, dtype=np.uint32)
@@ -532,11 +548,17 @@ class Renderer:
 
         particle_attrs = [(self._vbo_pos, "3f", "in_position"), (self._vbo_flags, "u4", "in_flags"),
                           (self._vbo_strain, "f4", "in_strain")]
-        self._vao_particles = ctx.vertex_array(progs["particles"], particle_attrs)
+        removed = getattr(sim, "removed_particles", None)   # issue 13: not drawn
+        shown: dict[str, Any] = {}
+        if removed is not None and removed.any():
+            kept = ctx.buffer(np.flatnonzero(~removed).astype(np.uint32).tobytes())
+            self._scene.append(kept)
+            shown = {"index_buffer": kept, "index_element_size": 4}
+        self._vao_particles = ctx.vertex_array(progs["particles"], particle_attrs, **shown)
         self._vao_flagged = ctx.vertex_array(progs["particles"], particle_attrs,
                                              index_buffer=self._ibo_flagged, index_element_size=4)
         self._vao_particles_depth = ctx.vertex_array(
-            progs["particles_depth"], [(self._vbo_pos, "3f", "in_position")])
+            progs["particles_depth"], [(self._vbo_pos, "3f", "in_position")], **shown)
         self._scene += [self._vao_particles, self._vao_flagged, self._vao_particles_depth]
 
         self.spacing = scene_spacing(_rest_positions(system), self._rest)
@@ -568,12 +590,14 @@ class Renderer:
         self._tube = None
         if self._triangles is None and self.n_springs:
             keep = tube_springs(springs, self._rest)
+            self._tube_springs = keep
             if keep.size:
                 self._tube = self._spring_set(springs[keep], self._rest[keep],
                                               ["tube", "tube_depth"], 2 * (TUBE_SEGMENTS + 1),
                                               _cylinder_triangles(TUBE_SEGMENTS))
 
-        self._frame_scene(positions, bool(system.planar))
+        if not keep_sizes:
+            self._frame_scene(positions, bool(system.planar))
         self._build_axes()
         self.update(sim)
 
@@ -692,6 +716,9 @@ class Renderer:
         positions are float32 or float64.
         """
         sim = self.sim if sim is None else sim
+        if getattr(sim, "topology_version", 0) != self.topology_version:
+            self.rebuild(sim, keep_sizes=True)   # live edits (issue 13): springs, triangles
+            return
         pos = sim.positions
         if pos.shape != (self.n_particles, 3):
             raise ValueError(
@@ -704,10 +731,24 @@ class Renderer:
             np.copyto(self._pos32, pos, casting="same_kind")
             self._vbo_pos.write(self._pos32)
         self._texture_current = False
+        self._hide_broken_springs(sim)
         if self._triangles is not None:
             self._drop_torn_triangles(sim)
             vertex_normals(pos, self._drawn[:self.n_triangles_drawn], self._normals)
             self._vbo_normals.write(self._normals)
+
+    def _hide_broken_springs(self, sim: Any) -> None:
+        """Draw the lines and the tube without the broken springs (``sim.broken``; the
+        index buffers are rewritten when the number of broken springs changes)."""
+        broken = getattr(sim, "broken", None)
+        n_broken = 0 if broken is None else int(np.count_nonzero(broken))
+        if n_broken == self._n_broken_springs:
+            return
+        self._n_broken_springs = n_broken
+        if self._lines is not None:
+            self._lines.show_only(np.flatnonzero(~broken))
+        if self._tube is not None:
+            self._tube.show_only(np.flatnonzero(~broken[self._tube_springs]))
 
     def _drop_torn_triangles(self, sim: Any) -> None:
         """Draw only the triangles with no broken spring along an edge (``sim.broken``;
