@@ -11,6 +11,8 @@ A scene file looks like::
     [ground]                     # optional: height (m), friction
     [[spheres]]                  # optional, repeatable: center (m), radius (m), friction
     [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
+    [xpbd]                       # optional solver settings: substeps, iterations, compliance (m/N)
+    [vbd]                        # optional solver settings: iterations, chebyshev_rho, initialisation
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
 file fails with a :class:`SceneError` naming the file and the key before any work.
@@ -46,6 +48,8 @@ import tomli_w
 from ropesim.engine.builders import BUILDERS, planned_size
 from ropesim.engine.contacts import MAX_FRICTION
 from ropesim.engine.model import SpringSystem, dtype_limit, show
+from ropesim.engine.solver_settings import (SOLVER_SETTINGS, apply_solver_settings,
+                                            solver_setting_allowed)
 from ropesim.io.paths import scene_dir
 
 if typing.TYPE_CHECKING:
@@ -141,8 +145,16 @@ CAMERA_FIELDS = {
 }
 _TOP_LEVEL = (
     "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera",
-    "wind",
+    "wind", *SOLVER_SETTINGS,
 )
+#: [xpbd] / [vbd]: the integrators' settings (engine/solver_settings.py), set on the
+#: Simulation for whenever that integrator runs
+SOLVER_FIELDS = {
+    name: {key: _Field(int if kind == "count" else float if kind == "number" else str,
+                       lambda v, n=name, k=key: solver_setting_allowed(n, k, v), allowed)
+           for key, (kind, allowed) in keys.items()}
+    for name, keys in SOLVER_SETTINGS.items()
+}
 
 
 # --- values and types -----------------------------------------------------------------
@@ -313,7 +325,8 @@ class Scene:
     (strains; set on the Simulation). ``wind`` is the optional [wind] table (rs.Wind's
     arguments). ``ground`` (height m, friction) is optional;
     ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
-    ``max_particles`` is the size limit the scene was checked against.
+    ``max_particles`` is the size limit the scene was checked against. ``solvers``
+    holds the [xpbd] / [vbd] tables (engine/solver_settings.py).
     """
 
     name: str
@@ -327,6 +340,7 @@ class Scene:
     source: Path | None = None
     wind: dict | None = None
     max_particles: int = MAX_PARTICLES
+    solvers: dict = field(default_factory=dict)  # {"xpbd": {...}, "vbd": {...}}
 
     def build(self) -> SpringSystem:
         """A fresh SpringSystem from the builder and its parameters."""
@@ -356,6 +370,7 @@ class Scene:
             setattr(sim, key, value)
         if self.wind is not None:
             sim.add_force(Wind(**self.wind))
+        apply_solver_settings(sim, self.solvers)
         return sim
 
     def with_overrides(self, overrides: dict[str, object]) -> "Scene":
@@ -379,7 +394,7 @@ class Scene:
     def _override_target(self, key: str) -> tuple[str | None, str]:
         """(section, key) an override changes; section None for the top-level
         ``max_particles``."""
-        sections = (self.builder, "simulation", "ground", "camera", "wind")
+        sections = (self.builder, "simulation", "ground", "camera", "wind", *SOLVER_FIELDS)
         if key == "max_particles":
             return None, key
         if not isinstance(key, str):
@@ -417,6 +432,7 @@ class Scene:
             data["camera"] = dict(self.camera)
         if self.wind is not None:
             data["wind"] = dict(self.wind)
+        data.update({name: dict(values) for name, values in self.solvers.items() if values})
         return copy.deepcopy(data)
 
     def save(self, path: str | Path) -> None:
@@ -517,6 +533,8 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         wind=(_fixed_section(where, "wind", data["wind"], WIND_FIELDS)
               if "wind" in data else None),
         max_particles=max_particles,
+        solvers={name: _fixed_section(where, name, data[name], fields)
+                 for name, fields in SOLVER_FIELDS.items() if name in data},
     )
     try:
         system = scene.build()
