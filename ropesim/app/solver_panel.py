@@ -44,10 +44,10 @@ def set_solver_setting(sim: Simulation, key: str, value: Any) -> str | None:
 
 
 def solver_stats_line(sim: Simulation) -> str:
-    """The solver figures of the last step: passes, residual, totals."""
+    """The solver figures of the last step (passes, residual) and the totals, two lines."""
     stats = sim.solver_stats
     unit = " m" if sim.integrator == "xpbd" else " (relative)"
-    return (f"{stats.iterations} passes/step, residual {stats.residual:.2e}{unit}, "
+    return (f"{stats.iterations} passes/step, residual {stats.residual:.2e}{unit}\n"
             f"{stats.total_iterations} passes in {stats.implicit_steps} steps")
 
 
