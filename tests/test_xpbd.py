@@ -1,6 +1,7 @@
 """XPBD (integrators/xpbd.py) against closed forms and invariants. Unless a test says
-otherwise it runs the default small-steps scheme: 20 substeps of one Gauss-Seidel
-iteration per step of dt."""
+otherwise it runs the defaults: 6 substeps of one Gauss-Seidel iteration per step of dt
+(the fewest that keep the stiff benchmark cloth's error below backward Euler's); the
+static-shape and the 20x-limit tests state their 20 substeps (the small-steps scheme)."""
 
 import numpy as np
 import pytest
@@ -19,12 +20,18 @@ def test_registered_as_unconditionally_stable_with_solver_stats():
     assert cls.unconditionally_stable and cls.has_solver_stats
 
 
+def twenty_substeps(xpbd):
+    """configure(): the small-steps scheme of 20 substeps x 1 iteration."""
+    xpbd.substeps = 20
+
+
 def test_hanging_chain_settles_to_the_closed_form_static_shape_at_dt_60th():
     """20 substeps x 1 iteration: within 2% (the dampers' term bends the small-steps fixed
     point by about c h / k); 20 substeps x 4 iterations converge each substep: 0.1%."""
-    assert chain_static_error(settled_chain("xpbd", keep_defaults)) < 0.02
+    assert chain_static_error(settled_chain("xpbd", twenty_substeps)) < 0.02
 
     def four_iterations(xpbd):
+        xpbd.substeps = 20
         xpbd.iterations = 4
 
     assert chain_static_error(settled_chain("xpbd", four_iterations)) < 1e-3
@@ -33,7 +40,7 @@ def test_hanging_chain_settles_to_the_closed_form_static_shape_at_dt_60th():
 def test_stable_and_finite_at_twenty_times_the_explicit_limit():
     """Each substep is then 1x the explicit limit; the energy swings by a few percent
     (like symplectic Euler's, bounded), within 10%."""
-    check_stable_at_twenty_times_the_explicit_limit("xpbd", keep_defaults, energy_slack=0.1)
+    check_stable_at_twenty_times_the_explicit_limit("xpbd", twenty_substeps, energy_slack=0.1)
 
 
 def test_undamped_energy_never_grows_over_ten_thousand_steps():
@@ -64,14 +71,15 @@ def test_grab_and_pins():
 
 def test_zero_compliance_keeps_rest_lengths_after_convergence():
     """Rigid rods (compliance 0, plain PBD projection): a swinging chain keeps every
-    rod's length to 1e-6 m once each substep has converged (200 iterations: Gauss-Seidel
-    along a chain converges slowly)."""
+    rod's length to 1e-6 m once each substep has converged (20 substeps of 200
+    iterations: Gauss-Seidel along a chain converges slowly)."""
     chain = hanging_chain()
     swinging = rs.SpringSystem(chain.positions, chain.springs, mass=0.05, stiffness=200.0,
                                pinned=[0], velocities=np.tile([1.0, 0.0, 0.0], (12, 1)))
     sim = rs.Simulation(swinging, dt=1 / 60, integrator="xpbd")
     xpbd = sim.integrator_object
     xpbd.compliance = 0.0
+    xpbd.substeps = 20
     xpbd.iterations = 200
     for _ in range(60):
         sim.step()
@@ -101,3 +109,31 @@ def test_bad_settings_name_the_field(field, value, error):
     sim = rs.Simulation(rs.rope(4, 1.0), integrator="xpbd")
     with pytest.raises(error, match=f"xpbd.{field}"):
         setattr(sim.integrator_object, field, value)
+
+
+def test_grid_kernel_equals_the_spring_list_kernel_bit_for_bit():
+    """A float64 cloth with damping, a grab and an attached force: the structured-grid
+    kernel (structure-of-arrays rows, no index arrays) and the spring-list kernel project
+    the same colours with the same arithmetic, so the same bits; 3 iterations per
+    substep exercise the multipliers, compliance 1e-4 m/N the one-compliance form."""
+    from ropesim.engine.kernels.grid import GridLayout
+
+    cloth = rs.cloth(13, 11, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
+                     pins="top-corners")
+    for settings in ({}, {"iterations": 3}, {"compliance": 1e-4, "substeps": 4}):
+        runs = []
+        for grid_kernels in (True, False):
+            sim = rs.Simulation(cloth, dt=1 / 60, integrator="xpbd", grid_kernels=grid_kernels)
+            sim.add_force(rs.Wind((3.0, 0.0, 1.0)))
+            for key, value in settings.items():
+                setattr(sim.integrator_object, key, value)
+            assert isinstance(sim.integrator_object._grid, GridLayout) == grid_kernels
+            sim.step(10)
+            sim.grab(40, sim.positions[40] + [0.0, 0.0, 0.05])
+            sim.step(10)
+            runs.append((sim.positions.copy(), sim.velocities.copy(),
+                         sim.solver_stats.residual))
+        np.testing.assert_array_equal(runs[0][0], runs[1][0])
+        np.testing.assert_array_equal(runs[0][1], runs[1][1])
+        assert runs[0][2] == runs[1][2]
+        assert np.abs(runs[0][0] - cloth.positions3()).max() > 0.01  # it moved

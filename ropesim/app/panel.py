@@ -31,6 +31,7 @@ from .edit_tool import EditTool
 from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
+from .solver_panel import draw_solver_section, solver_section_shown
 from .wave_tools import WaveTools
 from .wind_panel import WindControls
 
@@ -145,6 +146,9 @@ class Panel:
             self._status()
             if imgui.collapsing_header("Simulation", imgui.TreeNodeFlags_.default_open):
                 self._simulation_controls()
+            if solver_section_shown(c.sim) and imgui.collapsing_header(  # issue 14
+                    "Solver", imgui.TreeNodeFlags_.default_open):
+                draw_solver_section(imgui, c.sim)
             if imgui.collapsing_header("Parameters", imgui.TreeNodeFlags_.default_open):
                 self._parameters()
             if self.controller.is_cloth and imgui.collapsing_header("Cloth (restart)"):

@@ -17,6 +17,8 @@ A scene file looks like::
                                  # may move: velocity (m/s), spin (deg/s vector),
                                  # keyframes ([t s, x, y, z m] of the centre)
     [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
+    [xpbd]                       # optional solver settings: substeps, iterations, compliance (m/N)
+    [vbd]                        # optional solver settings: iterations, chebyshev_rho, initialisation
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
 file fails with a :class:`SceneError` naming the file and the key before any work.
@@ -52,6 +54,8 @@ import tomli_w
 from ropesim.engine.builders import BUILDERS, planned_size
 from ropesim.engine.contacts import MAX_FRICTION, Box, Capsule, Mesh
 from ropesim.engine.model import SpringSystem, dtype_limit, show
+from ropesim.engine.solver_settings import (SOLVER_SETTINGS, apply_solver_settings,
+                                            solver_setting_allowed)
 from ropesim.io.paths import resource_dir, scene_dir
 
 if typing.TYPE_CHECKING:
@@ -165,8 +169,16 @@ CAMERA_FIELDS = {
 }
 _TOP_LEVEL = (
     "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera",
-    "wind", *COLLIDER_FIELDS,
+    "wind", *COLLIDER_FIELDS, *SOLVER_SETTINGS,
 )
+#: [xpbd] / [vbd]: the integrators' settings (engine/solver_settings.py), set on the
+#: Simulation for whenever that integrator runs
+SOLVER_FIELDS = {
+    name: {key: _Field(int if kind == "count" else float if kind == "number" else str,
+                       lambda v, n=name, k=key: solver_setting_allowed(n, k, v), allowed)
+           for key, (kind, allowed) in keys.items()}
+    for name, keys in SOLVER_SETTINGS.items()
+}
 
 
 # --- values and types -----------------------------------------------------------------
@@ -337,7 +349,8 @@ class Scene:
     (strains; set on the Simulation). ``wind`` is the optional [wind] table (rs.Wind's
     arguments). ``ground`` (height m, friction) is optional;
     ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
-    ``max_particles`` is the size limit the scene was checked against.
+    ``max_particles`` is the size limit the scene was checked against. ``solvers``
+    holds the [xpbd] / [vbd] tables (engine/solver_settings.py).
     """
 
     name: str
@@ -353,6 +366,7 @@ class Scene:
     max_particles: int = MAX_PARTICLES
     #: [[boxes]], [[capsules]], [[meshes]] tables by section name (see COLLIDER_FIELDS)
     colliders: dict[str, list[dict]] = field(default_factory=dict)
+    solvers: dict = field(default_factory=dict)  # {"xpbd": {...}, "vbd": {...}}
 
     def build(self) -> SpringSystem:
         """A fresh SpringSystem from the builder and its parameters."""
@@ -396,6 +410,7 @@ class Scene:
             setattr(sim, key, value)
         if self.wind is not None:
             sim.add_force(Wind(**self.wind))
+        apply_solver_settings(sim, self.solvers)
         return sim
 
     def with_overrides(self, overrides: dict[str, object]) -> "Scene":
@@ -419,7 +434,7 @@ class Scene:
     def _override_target(self, key: str) -> tuple[str | None, str]:
         """(section, key) an override changes; section None for the top-level
         ``max_particles``."""
-        sections = (self.builder, "simulation", "ground", "camera", "wind")
+        sections = (self.builder, "simulation", "ground", "camera", "wind", *SOLVER_FIELDS)
         if key == "max_particles":
             return None, key
         if not isinstance(key, str):
@@ -458,6 +473,7 @@ class Scene:
         if self.wind is not None:
             data["wind"] = dict(self.wind)
         data.update({name: [dict(t) for t in tables] for name, tables in self.colliders.items()})
+        data.update({name: dict(values) for name, values in self.solvers.items() if values})
         return copy.deepcopy(data)
 
     def save(self, path: str | Path) -> None:
@@ -560,6 +576,8 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         max_particles=max_particles,
         colliders={name: [_fixed_section(where, name, t, fields) for t in data[name]]
                    for name, fields in COLLIDER_FIELDS.items() if data.get(name)},
+        solvers={name: _fixed_section(where, name, data[name], fields)
+                 for name, fields in SOLVER_FIELDS.items() if name in data},
     )
     try:
         system = scene.build()

@@ -17,7 +17,11 @@ particle, one 3x3 Newton step on G with the neighbours held,
 (the transverse term t is clamped at zero, so every block is positive definite; the
 fixed point, f_i = 0 for all i, is backward Euler's step with the full nonlinear
 springs). Particles of one vertex colour share no spring, so a colour is updated in
-parallel; serial and parallel sweeps give identical results. ``iterations`` sweeps
+parallel; serial and parallel sweeps give identical results. A structured grid
+(Model.grid()) runs the grid sweeps of kernels/grid_vbd.py (five colours on a cloth,
+no index arrays); other systems the spring-list sweeps below over a greedy vertex
+colouring (the grid's colours on a grid with grid_kernels=False: then both give the
+same bits). ``iterations`` sweeps
 per step (default 10); then v = (x - x_t) / h and drag. The initial guess is the
 paper's choice (``initialisation``): "previous" x_t, "inertia" x_t + h v_t,
 "inertia_acceleration" y, or "adaptive": x_t + h v_t + h^2 a~, where a~ is the part of
@@ -37,16 +41,16 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kernels.particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
+from ..kernels.grid import grid_layout
+from ..kernels.grid_vbd import (chebyshev_omega, chebyshev_step, grid_colour_pattern,
+                                grid_vertex_colouring, newton_move, spring_terms,
+                                vbd_grid_sweeps, vbd_grid_sweeps_parallel)
+from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
-from ..linalg.multigrid import _inv3 as inverse_3x3
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
-#: fastmath flags of the sweeps: no 'nnan'/'ninf' (the NaN check on the speed must
-#: stay); 'arcp' lets x / l become x * (1 / l)
-_FAST = {"nsz", "contract", "arcp"}
 #: default sweeps (iterations) per step
 DEFAULT_ITERATIONS = 10
 #: the initial guesses of the paper, by name (their index is the kernel's mode)
@@ -104,7 +108,7 @@ def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_exte
     return scale
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, fastmath=_FAST)
+@njit(cache=True, error_model="numpy", boundscheck=False)
 def _descend(lo, hi, order, x, x_t, y, inv_mass, fixed, adj_starts, adj_springs, adj_others,
              rest, k, c, h, force_sq):
     """One 3x3 Newton step on G for each particle order[lo:hi] (no two share a spring);
@@ -127,62 +131,18 @@ def _descend(lo, hi, order, x, x_t, y, inv_mass, fixed, adj_starts, adj_springs,
         hyz = 0.0
         for a in range(adj_starts[i], adj_starts[i + 1]):
             s = adj_springs[a]
-            j = adj_others[a]
-            dx, dy, dz, length = spring_vector(x, i, j)
-            if length < MIN_LENGTH:
-                continue
-            inv = 1.0 / length
-            nx = dx * inv
-            ny = dy * inv
-            nz = dz * inv
-            ks = k[s]
-            cs = c[s] * inv_h
-            moved = (nx * (x[i, 0] - x_t[i, 0] - x[j, 0] + x_t[j, 0])
-                     + ny * (x[i, 1] - x_t[i, 1] - x[j, 1] + x_t[j, 1])
-                     + nz * (x[i, 2] - x_t[i, 2] - x[j, 2] + x_t[j, 2]))
-            mag = -ks * (length - rest[s]) - cs * moved
-            fx += mag * nx
-            fy += mag * ny
-            fz += mag * nz
-            transverse = 1.0 - rest[s] * inv
-            if transverse < 0.0:
-                transverse = 0.0
-            iso = ks * transverse
-            axial = ks - iso + cs
-            hxx += axial * nx * nx + iso
-            hyy += axial * ny * ny + iso
-            hzz += axial * nz * nz + iso
-            hxy += axial * nx * ny
-            hxz += axial * nx * nz
-            hyz += axial * ny * nz
-        force_sq[i] = fx * fx + fy * fy + fz * fz
-        # the symmetric positive definite 3x3 solve (zeros if singular: no move)
-        ixx, iyy, izz, ixy, ixz, iyz = inverse_3x3(hxx, hyy, hzz, hxy, hxz, hyz)
-        x[i, 0] += ixx * fx + ixy * fy + ixz * fz
-        x[i, 1] += ixy * fx + iyy * fy + iyz * fz
-        x[i, 2] += ixz * fx + iyz * fy + izz * fz
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _chebyshev(x, x_1, x_2, fixed, omega, iteration):
-    """x = omega (x - x_2) + x_2 (from the second iteration on), then x_2 = x_1, x_1 = x:
-    x_1, x_2 are the iterates one and two iterations back."""
-    for i in range(x.shape[0]):
-        for d in range(3):
-            if iteration > 0 and not fixed[i]:
-                x[i, d] = omega * (x[i, d] - x_2[i, d]) + x_2[i, d]
-            x_2[i, d] = x_1[i, d]
-            x_1[i, d] = x[i, d]
-
-
-@njit(cache=True, inline="always")
-def _omega(iteration, rho, omega):
-    """The Chebyshev weight of an iteration (0-based) from the previous weight."""
-    if iteration == 0:
-        return 1.0
-    if iteration == 1:
-        return 2.0 / (2.0 - rho * rho)
-    return 4.0 / (4.0 - rho * rho * omega)
+            tx, ty, tz, txx, tyy, tzz, txy, txz, tyz = spring_terms(
+                x, x_t, i, adj_others[a], rest[s], k[s], c[s], inv_h)
+            fx += tx
+            fy += ty
+            fz += tz
+            hxx += txx
+            hyy += tyy
+            hzz += tzz
+            hxy += txy
+            hxz += txz
+            hyz += tyz
+        force_sq[i] = newton_move(x, i, fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -196,8 +156,8 @@ def vbd_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs, ad
         _descend(0, order.shape[0], order, x, x_t, y, inv_mass, fixed, adj_starts,
                  adj_springs, adj_others, rest, k, c, h, force_sq)
         if rho > 0.0:
-            omega = _omega(it, rho, omega)
-            _chebyshev(x, x_1, x_2, fixed, omega, it)
+            omega = chebyshev_omega(it, rho, omega)
+            chebyshev_step(x, x_1, x_2, fixed, omega, it)
     return force_sq.sum()
 
 
@@ -218,8 +178,8 @@ def vbd_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_sp
                          x_t, y, inv_mass, fixed, adj_starts, adj_springs, adj_others, rest,
                          k, c, h, force_sq)
         if rho > 0.0:
-            omega = _omega(it, rho, omega)
-            _chebyshev(x, x_1, x_2, fixed, omega, it)
+            omega = chebyshev_omega(it, rho, omega)
+            chebyshev_step(x, x_1, x_2, fixed, omega, it)
     total = 0.0
     for i in range(force_sq.shape[0]):  # in index order, as the serial sum
         total += force_sq[i]
@@ -278,11 +238,23 @@ class VBD(Integrator):
         self._last_step: int | None = None
 
     def _set_up_springs(self) -> None:
-        """The particle adjacency and colouring of the model's spring list."""
+        """The particle adjacency, the kernel path and the colouring of the model's spring
+        list (again after a topology change)."""
         model = self.model
-        self._adjacency = vertex_adjacency(model.spring_a, model.spring_b, model.n_particles)
-        self._order, self._colour_starts = vertex_colouring(self._adjacency[0],
-                                                            self._adjacency[2])
+        n = model.n_particles
+        self._adjacency = vertex_adjacency(model.spring_a, model.spring_b, n)
+        # a grid: the grid kernels and their (r + a c) mod p colours, which the
+        # spring-list kernels also use on a grid with grid_kernels=False (same bits)
+        grid = model.grid()
+        layout = grid if grid is not None or not model.n_springs else grid_layout(
+            model.spring_a, model.spring_b, n, model.grid_shape)
+        self._pattern = None if layout is None else grid_colour_pattern(layout)
+        self._grid = grid if self._pattern is not None else None
+        if self._pattern is not None:
+            self._order, self._colour_starts = grid_vertex_colouring(layout, self._pattern)
+        else:
+            self._order, self._colour_starts = vertex_colouring(self._adjacency[0],
+                                                                self._adjacency[2])
         self._passes = ColourPasses(True, model.n_springs)
 
     def notify_model_changed(self, flags: Changed) -> None:
@@ -321,12 +293,17 @@ class VBD(Integrator):
         scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
                           p.fixed, model.gravity(), external, has_external, dt, self._mode,
                           have_history)
-        starts, springs, others = self._adjacency
-        force_sq = self._passes.run(
-            vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
-            self._x_2, p.inv_mass, p.fixed, starts, springs, others, p.rest_lengths,
-            p.stiffness, p.damping, dt, self._order, self._colour_starts, self._iterations,
-            self._rho, self._force_sq)
+        common = (state.x, self._x_t, self._y, self._x_1, self._x_2, p.inv_mass, p.fixed)
+        if self._grid is not None:
+            force_sq = self._passes.run(
+                vbd_grid_sweeps, vbd_grid_sweeps_parallel, *common, p.rest_lengths,
+                p.stiffness, p.damping, dt, self._grid.cols, self._grid.blocks,
+                *self._pattern, self._iterations, self._rho, self._force_sq)
+        else:
+            force_sq = self._passes.run(
+                vbd_sweeps, vbd_sweeps_parallel, *common, *self._adjacency, p.rest_lengths,
+                p.stiffness, p.damping, dt, self._order, self._colour_starts,
+                self._iterations, self._rho, self._force_sq)
         stats = self.stats
         stats.iterations = self._iterations
         stats.total_iterations += self._iterations

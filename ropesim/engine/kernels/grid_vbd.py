@@ -1,0 +1,219 @@
+"""VBD kernels (integrators/vbd.py): the per-spring terms and the per-particle Newton
+move that the spring-list path and the structured-grid path share, the grid's vertex
+colouring, and the grid path's sweeps (every colour of every sweep in one numba call,
+no index arrays: a particle's springs are found from the grid blocks).
+
+Vertex colouring of a grid (kernels.grid.GridLayout): particle (r, c) gets colour
+(r + a c) mod p, with the smallest p (and a) such that no block offset (dr, dc) has
+dr + a dc = 0 mod p: then the two ends of every spring differ in colour. The cloth's
+six families (bend springs two apart included) need p = 5 (a = 2): five colours.
+The spring-list path uses the same colours on a grid (``grid_vertex_colouring``) and
+visits a particle's springs in the same order (by spring index), with the same
+arithmetic (``spring_terms``, ``newton_move``), so the two give the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..linalg.multigrid import _inv3 as inverse_3x3
+from .grid import GridLayout
+from .particles import MIN_LENGTH
+
+#: largest colour count tried for the (r + a c) mod p pattern
+MAX_GRID_COLOURS = 16
+
+
+def grid_colour_pattern(layout: GridLayout) -> tuple[int, int] | None:
+    """(a, p) of the colouring (r + a c) mod p (module docstring), or None."""
+    offsets = [(int(dr), int(dc)) for dr, dc in layout.blocks[:, :2]]
+    for p in range(2, MAX_GRID_COLOURS + 1):
+        for a in range(p):
+            if all((dr + a * dc) % p for dr, dc in offsets):
+                return a, p
+    return None
+
+
+def grid_vertex_colouring(layout: GridLayout, pattern: tuple[int, int]):
+    """(order, colour_starts), int64, like vertex_colouring.vertex_colouring: colour q is
+    the particles (r, c) with (r + a c) mod p = q, in index order."""
+    a, p = pattern
+    r, c = np.divmod(np.arange(layout.rows * layout.cols), layout.cols)
+    colour = (r + a * c) % p
+    order = np.argsort(colour, kind="stable").astype(np.int64)
+    colour_starts = np.zeros(p + 1, np.int64)
+    np.cumsum(np.bincount(colour, minlength=p), out=colour_starts[1:])
+    return order, colour_starts
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def spring_terms(x, x_t, i, j, rest, k, c, inv_h):
+    """One spring's force on particle i (other end j) and its 3x3 block of G's Hessian
+    (6 entries: xx, yy, zz, xy, xz, yz):
+
+        f = (-k (l - L) - c/h n . (dx_i - dx_j)) n
+        H = k ((1 - t) n n^T + t I) + c/h n n^T,  t = max(0, 1 - L/l)
+
+    zero for a spring shorter than MIN_LENGTH. Branch free (an early exit kept numba
+    from compiling the loops around it well)."""
+    dx = x[i, 0] - x[j, 0]
+    dy = x[i, 1] - x[j, 1]
+    dz = x[i, 2] - x[j, 2]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    acts = length >= MIN_LENGTH
+    inv = 1.0 / length if acts else 0.0
+    nx = dx * inv
+    ny = dy * inv
+    nz = dz * inv
+    ks = k if acts else 0.0
+    cs = c * inv_h if acts else 0.0
+    moved = (nx * (x[i, 0] - x_t[i, 0] - x[j, 0] + x_t[j, 0])
+             + ny * (x[i, 1] - x_t[i, 1] - x[j, 1] + x_t[j, 1])
+             + nz * (x[i, 2] - x_t[i, 2] - x[j, 2] + x_t[j, 2]))
+    mag = -ks * (length - rest) - cs * moved
+    transverse = max(1.0 - rest * inv, 0.0)
+    iso = ks * transverse
+    axial = ks - iso + cs
+    return (mag * nx, mag * ny, mag * nz, axial * nx * nx + iso, axial * ny * ny + iso,
+            axial * nz * nz + iso, axial * nx * ny, axial * nx * nz, axial * ny * nz)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def newton_move(x, i, fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz):
+    """x_i += H^-1 f (no move if H is singular); returns |f|^2, N^2."""
+    ixx, iyy, izz, ixy, ixz, iyz = inverse_3x3(hxx, hyy, hzz, hxy, hxz, hyz)
+    x[i, 0] += ixx * fx + ixy * fy + ixz * fz
+    x[i, 1] += ixy * fx + iyy * fy + iyz * fz
+    x[i, 2] += ixz * fx + iyz * fy + izz * fz
+    return fx * fx + fy * fy + fz * fz
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def descend_grid_particle(x, x_t, y, inv_mass, rest, k, c, inv_h, rows, cols, blocks, r,
+                          col):
+    """One 3x3 Newton step on G for free particle (r, col) of a grid, its springs from
+    the blocks (in spring-index order: in each block the spring ending at it, then the
+    one starting at it); returns |f|^2 before the step."""
+    i = r * cols + col
+    m_h2 = inv_h * inv_h / inv_mass[i]
+    fx = m_h2 * (y[i, 0] - x[i, 0])
+    fy = m_h2 * (y[i, 1] - x[i, 1])
+    fz = m_h2 * (y[i, 2] - x[i, 2])
+    hxx = m_h2
+    hyy = m_h2
+    hzz = m_h2
+    hxy = 0.0
+    hxz = 0.0
+    hyz = 0.0
+    for b in range(blocks.shape[0]):
+        dr, dc, first, c0, c1 = (blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3],
+                                 blocks[b, 4])
+        width = c1 - c0
+        for end in range(2):  # 0: the spring from (r - dr, col - dc); 1: the one from (r, col)
+            r0 = r - dr if end == 0 else r
+            c_0 = col - dc if end == 0 else col
+            if 0 <= r0 < rows - dr and c0 <= c_0 < c1:
+                s = first + r0 * width + c_0 - c0
+                j = i - dr * cols - dc if end == 0 else i + dr * cols + dc
+                tx, ty, tz, txx, tyy, tzz, txy, txz, tyz = spring_terms(
+                    x, x_t, i, j, rest[s], k[s], c[s], inv_h)
+                fx += tx
+                fy += ty
+                fz += tz
+                hxx += txx
+                hyy += tyy
+                hzz += tzz
+                hxy += txy
+                hxz += txz
+                hyz += tyz
+    return newton_move(x, i, fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks, a,
+                     p, q, r, force_sq):
+    """descend_grid_particle for the particles of colour q in grid row r (a call of its
+    own: a prange index may arrive unsigned, and uint64 * int64 is a float in numba, so
+    the row is made an int64 first)."""
+    row = np.int64(r)
+    for start in range(p):
+        if (row + a * start) % p == q:
+            for col in range(start, cols, p):
+                i = row * cols + col
+                if fixed[i]:
+                    force_sq[i] = 0.0
+                else:
+                    force_sq[i] = descend_grid_particle(x, x_t, y, inv_mass, rest, k, c,
+                                                        inv_h, rows, cols, blocks, row, col)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def chebyshev_step(x, x_1, x_2, fixed, omega, iteration):
+    """x = omega (x - x_2) + x_2 (from the second iteration on), then x_2 = x_1, x_1 = x:
+    x_1, x_2 are the iterates one and two iterations back."""
+    for i in range(x.shape[0]):
+        for d in range(3):
+            if iteration > 0 and not fixed[i]:
+                x[i, d] = omega * (x[i, d] - x_2[i, d]) + x_2[i, d]
+            x_2[i, d] = x_1[i, d]
+            x_1[i, d] = x[i, d]
+
+
+@njit(cache=True, inline="always")
+def chebyshev_omega(iteration, rho, omega):
+    """The Chebyshev weight of an iteration (0-based) from the previous weight."""
+    if iteration == 0:
+        return 1.0
+    if iteration == 1:
+        return 2.0 / (2.0 - rho * rho)
+    return 4.0 / (4.0 - rho * rho * omega)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def vbd_grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                    iterations, rho, force_sq):
+    """``iterations`` serial sweeps over the grid colours; returns sum |f|^2 of the
+    last, N^2."""
+    rows = x.shape[0] // cols
+    inv_h = 1.0 / h
+    omega = 1.0
+    if rho > 0.0:
+        x_1[:] = x
+    for it in range(iterations):
+        for q in range(p):
+            for r in range(rows):
+                descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
+                                 blocks, a, p, q, r, force_sq)
+        if rho > 0.0:
+            omega = chebyshev_omega(it, rho, omega)
+            chebyshev_step(x, x_1, x_2, fixed, omega, it)
+    return force_sq.sum()
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def vbd_grid_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols,
+                             blocks, a, p, iterations, rho, force_sq):
+    """vbd_grid_sweeps with the rows of each colour in parallel (identical results)."""
+    rows = x.shape[0] // cols
+    inv_h = 1.0 / h
+    omega = 1.0
+    if rho > 0.0:
+        x_1[:] = x
+    for it in range(iterations):
+        for q in range(p):
+            _colour_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
+                             blocks, a, p, q, force_sq)
+        if rho > 0.0:
+            omega = chebyshev_omega(it, rho, omega)
+            chebyshev_step(x, x_1, x_2, fixed, omega, it)
+    return force_sq.sum()
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def _colour_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks, a,
+                     p, q, force_sq):
+    """The rows of colour q in parallel (no two of its particles share a spring)."""
+    for r in prange(rows):
+        descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks,
+                         a, p, q, r, force_sq)
