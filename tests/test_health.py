@@ -255,6 +255,22 @@ def test_spring_stretched_past_the_stretch_limit_is_flagged(cloth):
     assert f"limit of {limit:.3g} x" in reason
 
 
+def test_pieces_of_a_cut_cloth_may_part_without_a_stretch_divergence():
+    """A broken spring holds nothing (stiffness 0): its ends falling apart is no
+    divergence, however far they part."""
+    sim = rs.Simulation(rs.cloth(10, 10, spacing=0.05, pins="top-corners"), dt=1 / 600)
+    a, b = sim.system.springs.T
+    rows = np.round((sim.positions[:, 1].max() - sim.positions[:, 1]) / 0.05).astype(int)
+    crossing = np.flatnonzero((np.minimum(rows[a], rows[b]) < 5)
+                              & (np.maximum(rows[a], rows[b]) >= 5))  # the cut: rows 4 | 5
+    assert crossing.size
+    sim.break_springs(crossing)
+    sim.step(1200)  # 2 s of free fall: the lower half drops ~20 m, > 10 x the limit
+    lower = rows >= 5
+    assert sim.positions[lower, 1].mean() < sim.positions[~lower, 1].mean() - 10.0
+    assert np.isfinite(sim.positions).all()
+
+
 def test_long_drag_of_the_pinned_cloth_is_allowed_by_the_grab_reach():
     """Dragging a corner 10 m away from a 1.15 m cloth pinned at two corners stretches
     springs past the limit; the grab has no force limit, so its reach raises it."""

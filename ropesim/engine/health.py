@@ -130,8 +130,9 @@ def _scan_particle_chunk(x, v, mass, gravity, lo, hi, part):
       fastmath={"nsz", "arcp", "contract", "reassoc"})
 def _scan_spring_chunk(x, spring_a, spring_b, rest, k, lo, hi, part):
     """Elastic energy (J, float64) of springs lo..hi-1 and the largest length / rest
-    length among them (inf for a stretched spring of rest length 0) with its spring
-    (the first such; -1 if none is longer than 0) into part (one row)."""
+    length among those with stiffness (inf for a stretched spring of rest length 0)
+    with its spring (the first such; -1 if none is longer than 0) into part (one row).
+    Springs of stiffness 0 (broken, or cut) are not stretch-checked: their ends may part."""
     elastic = 0.0
     stretch = 0.0
     stretched = -1
@@ -144,7 +145,8 @@ def _scan_spring_chunk(x, spring_a, spring_b, rest, k, lo, hi, part):
         length = np.sqrt(dx * dx + dy * dy + dz * dz)
         extension = length - rest[s]
         elastic += 0.5 * k[s] * extension * extension
-        if length > stretch * rest[s]:  # length / rest > stretch, rest = 0 included
+        # length / rest > stretch, rest = 0 included; a broken spring (k = 0) holds nothing
+        if k[s] > 0 and length > stretch * rest[s]:
             stretch = length / rest[s] if rest[s] > 0 else np.inf
             stretched = s
     part[_ELASTIC] = elastic
