@@ -127,3 +127,189 @@ def test_a_state_larger_than_the_budget_is_still_kept_alone():
     history.push(fake_state(0.0), time=0.0)
     history.push(fake_state(1.0), time=0.1)
     assert len(history) == 1 and history.current.positions[0, 0] == 1.0
+
+
+# --- the viewer's controller: rewind, scrub, resume -------------------------------------
+from ropesim.app.controller import ViewerController          # noqa: E402
+from ropesim.app.timeline import BranchFrame, rms_difference  # noqa: E402
+from ropesim.io.scenes import scene_from_dict                 # noqa: E402
+
+FRAME = 1.0 / 60.0
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def cloth_scene(integrator: str = "symplectic_euler"):
+    return scene_from_dict({
+        "builder": "cloth",
+        "cloth": {"nx": 8, "ny": 6, "spacing": 0.1, "pins": "top-corners",
+                  "stiffness": 800.0, "damping": 0.2},
+        "simulation": {"dt": 0.001, "integrator": integrator},
+    }, "test-cloth")
+
+
+def make_controller(scene=None, **kwargs) -> ViewerController:
+    return ViewerController(scene or cloth_scene(), (800, 600), clock=FakeClock(), **kwargs)
+
+
+def run_frames(c: ViewerController, frames: int) -> None:
+    for _ in range(frames):
+        c.advance(FRAME)
+
+
+def fresh_run(scene, steps: int):
+    sim = scene.simulation()
+    sim.step(steps)
+    return sim
+
+
+@pytest.mark.parametrize("integrator", ["symplectic_euler", "verlet", "backward_euler",
+                                        "implicit_midpoint"])
+def test_rewinding_n_frames_then_resuming_matches_a_fresh_run_bit_for_bit(integrator):
+    scene = cloth_scene(integrator)
+    c = make_controller(scene)
+    run_frames(c, 12)
+    for _ in range(5):
+        c.handle_key("left")
+    assert c.paused and c.timeline.rewound
+    c.handle_key("space")                 # resume from the shown moment
+    assert not c.paused and not c.timeline.rewound
+    run_frames(c, 7)
+    fresh = fresh_run(scene, c.sim.step_count)
+    assert c.sim.time == fresh.time
+    assert np.array_equal(c.sim.positions, fresh.positions)
+    assert np.array_equal(c.sim.velocities, fresh.velocities)
+
+
+def test_left_and_comma_step_back_a_frame_each_and_pause():
+    c = make_controller()
+    run_frames(c, 6)
+    times = c.timeline.history.times
+    c.handle_key("left")
+    assert c.paused and c.sim.time == times[-2]
+    c.handle_key("comma")
+    assert c.sim.time == times[-3]
+    assert np.array_equal(c.sim.positions, c.timeline.history.current.positions)
+
+
+def test_right_steps_forward_through_the_history_then_simulates_at_its_end():
+    c = make_controller()
+    run_frames(c, 6)
+    newest = c.timeline.history.times[-1]
+    for _ in range(3):
+        c.handle_key("left")
+    steps = c.sim.step_count
+    for _ in range(3):
+        c.handle_key("right")
+    assert c.sim.time == newest and c.sim.step_count > steps
+    held = len(c.timeline.history)
+    c.handle_key("period")                # at the end: one step of dt, held as a frame
+    assert c.sim.time == pytest.approx(newest + c.sim.dt)
+    assert len(c.timeline.history) == held + 1
+
+
+def test_scrubbing_shows_the_moment_and_space_drops_the_later_history():
+    c = make_controller()
+    run_frames(c, 10)
+    held = len(c.timeline.history)
+    c.timeline.scrub_to(0.5)
+    shown = c.sim.time
+    assert c.paused and 0 < c.timeline.history.cursor < held - 1
+    assert c.timeline.history.times[0] < shown < c.timeline.history.times[-1]
+    c.handle_key("space")
+    assert c.timeline.history.times[-1] == shown
+    assert c.energy.series()["time"][-1] <= shown        # the plot forgets the dropped future
+    run_frames(c, 2)
+    assert c.timeline.history.times[-1] > shown
+
+
+def test_the_viewer_history_stays_within_its_budget_and_reports_seconds_held():
+    c = make_controller(history_mb=0.05)
+    frame_bytes = c.sim.get_state().nbytes
+    run_frames(c, 60)
+    history = c.timeline.history
+    assert history.nbytes <= 0.05 * MB
+    assert 1 < len(history) < 60
+    assert history.seconds_held == pytest.approx(history.times[-1] - history.times[0])
+    assert history.seconds_held < c.sim.time
+    assert history.nbytes < len(history) * frame_bytes   # parameter arrays shared
+
+
+def test_reset_and_a_new_scene_restart_the_history():
+    c = make_controller()
+    run_frames(c, 5)
+    c.reset()
+    assert len(c.timeline.history) == 1 and c.timeline.seconds_held == 0.0
+
+
+# --- branches ---------------------------------------------------------------------------
+def test_the_ghost_of_a_branch_is_the_original_run_and_the_branch_differs():
+    scene = cloth_scene()
+    c = make_controller(scene)
+    run_frames(c, 4)
+    c.handle_key("space")                              # pause
+    c.handle_key("b")
+    branch = c.timeline.branch
+    assert branch is not None and c.options.ghost is not None
+    c.set_parameter("stiffness", 0.25 * c.parameter("stiffness"))
+    c.handle_key("space")
+    run_frames(c, 8)
+    original = fresh_run(scene, branch.ghost.step_count)
+    assert branch.ghost.time == pytest.approx(c.sim.time)
+    assert np.array_equal(branch.ghost.positions, original.positions)
+    series = branch.series.series()
+    assert len(series["time"]) >= 8 and series["rms"][0] == 0.0
+    assert series["rms"][-1] == pytest.approx(rms_difference(c.sim.positions,
+                                                             branch.ghost.positions))
+    assert series["rms"][-1] > 1e-4                     # softer cloth sags more
+    assert isinstance(c.timeline.history.current, BranchFrame)
+
+
+def test_branching_at_an_earlier_moment_takes_the_ghost_from_the_history():
+    c = make_controller()
+    run_frames(c, 8)
+    for _ in range(3):
+        c.handle_key("left")
+    recorded = c.timeline.history.later()         # the original run's next 3 frames
+    branched_at = c.sim.get_state()
+    c.handle_key("b")
+    assert len(c.timeline.branch.pending) == 3
+    c.handle_key("space")
+    run_frames(c, 1)
+    reached = [s for t, s in recorded if t <= c.sim.time + 0.5 * c.sim.dt]
+    expected = reached[-1] if reached else branched_at
+    assert np.array_equal(c.timeline.branch.ghost.positions, expected.positions)
+    assert np.array_equal(c.timeline.branch.ghost.velocities, expected.velocities)
+
+
+def test_rewinding_a_branch_moves_both_runs_and_resuming_before_it_drops_it():
+    c = make_controller()
+    run_frames(c, 3)
+    c.handle_key("b")
+    c.set_parameter("damping", 4.0 * c.parameter("damping"))
+    run_frames(c, 5)
+    ghost_time = c.timeline.branch.ghost.time
+    c.handle_key("left")
+    assert c.timeline.branch.ghost.time < ghost_time
+    assert c.timeline.branch.ghost.time == c.sim.time
+    c.timeline.scrub_to(0.0)                # before the branch
+    assert c.options.ghost is None
+    c.handle_key("space")
+    assert c.timeline.branch is None and "dropped" in c.message
+
+
+def test_n_drops_the_branch():
+    c = make_controller()
+    run_frames(c, 2)
+    c.handle_key("b")
+    run_frames(c, 2)
+    c.handle_key("n")
+    assert c.timeline.branch is None and c.options.ghost is None
+    assert not any(isinstance(s, BranchFrame) for _, s in c.timeline.history.later())
+    assert not isinstance(c.timeline.history.current, BranchFrame)

@@ -32,26 +32,34 @@ DEFAULT_HISTORY_MB = 256.0
 MB = 1 << 20   # bytes per MB (MiB)
 
 
-def _arrays(state: Any) -> dict[str, np.ndarray]:
-    """The top-level numpy array fields of a dataclass state, by name ({} otherwise)."""
-    if not dataclasses.is_dataclass(state):
-        return {}
-    return {f.name: value for f in dataclasses.fields(state)
-            if isinstance(value := getattr(state, f.name), np.ndarray)}
+def _arrays(state: Any) -> list[tuple[Any, str, np.ndarray]]:
+    """(owner, field name, array) of every numpy array field of a dataclass state and of
+    the dataclasses nested in its fields ([] for anything else)."""
+    found: list[tuple[Any, str, np.ndarray]] = []
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        for f in dataclasses.fields(state):
+            value = getattr(state, f.name)
+            if isinstance(value, np.ndarray):
+                found.append((state, f.name, value))
+            else:
+                found.extend(_arrays(value))
+    return found
 
 
 def share_unchanged(state: Any, previous: Any) -> Any:
-    """``state`` with each top-level array that equals ``previous``'s (same shape, dtype
-    and bits) replaced by ``previous``'s array object (states are read-only snapshots,
-    so sharing is safe). Returns ``state`` itself (changed in place, also when frozen)."""
+    """``state`` with each array field that equals ``previous``'s at the same place (same
+    shape, dtype and values) replaced by ``previous``'s array object (states are
+    read-only snapshots, so sharing is safe). Returns ``state`` (changed in place, also
+    when frozen)."""
     if previous is None:
         return state
-    before = _arrays(previous)
-    for name, array in _arrays(state).items():
-        old = before.get(name)
-        if (old is not None and old is not array and old.shape == array.shape
-                and old.dtype == array.dtype and np.array_equal(old, array)):
-            object.__setattr__(state, name, old)
+    new, old = _arrays(state), _arrays(previous)
+    if [name for _, name, _ in new] != [name for _, name, _ in old]:
+        return state
+    for (owner, name, array), (_, _, before) in zip(new, old):
+        if (before is not array and before.shape == array.shape
+                and before.dtype == array.dtype and np.array_equal(before, array)):
+            object.__setattr__(owner, name, before)
     return state
 
 
@@ -60,7 +68,7 @@ def state_nbytes(state: Any) -> int:
     size = getattr(state, "nbytes", None)
     if size is not None:
         return int(size)
-    return sum(int(a.nbytes) for a in _arrays(state).values())
+    return sum(int(a.nbytes) for _, _, a in _arrays(state))
 
 
 class History:
@@ -166,6 +174,32 @@ class History:
             dropped += 1
         return dropped
 
+    def later(self) -> list[tuple[float, Any]]:
+        """(time s, state) of the states after the shown one, oldest first."""
+        return list(zip(self._times, self._states))[self._cursor + 1:]
+
+    def replace_newest(self, state: Any) -> None:
+        """Put ``state`` in the place of the newest state (same time; shown)."""
+        if not self._states:
+            raise ValueError("replace_newest: the history is empty")
+        time = self._times[-1]
+        self._cursor = len(self._states) - 1
+        self._drop(oldest=False)
+        self.push(state, time)
+
+    def map_states(self, change: Any) -> None:
+        """Replace every state by ``change(state)`` (same times, same shown index)."""
+        entries = [(t, change(s)) for t, s in zip(self._times, self._states)]
+        cursor = self._cursor
+        self.clear()
+        for time, state in entries:
+            if self._states:
+                share_unchanged(state, self._states[-1])
+            self._times.append(time)
+            self._states.append(state)
+            self._account(state, +1)
+        self._cursor = cursor
+
     def step_back(self) -> Any:
         """Show the state before the shown one and return it (None at the oldest)."""
         if self._cursor <= 0:
@@ -204,9 +238,8 @@ class History:
     def _account(self, state: Any, sign: int) -> None:
         """Add (+1) or remove (-1) ``state``'s bytes, its arrays through the shared counts."""
         arrays = _arrays(state)
-        changed = state_nbytes(state) - sum(int(a.nbytes) for a in arrays.values())
-        changed = max(changed, 0)
-        for array in arrays.values():
+        changed = max(state_nbytes(state) - sum(int(a.nbytes) for _, _, a in arrays), 0)
+        for _, _, array in arrays:
             key = id(array)
             count = self._refs.get(key, 0) + sign
             if sign > 0 and count == 1:

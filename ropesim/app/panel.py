@@ -27,9 +27,10 @@ from ..io.video import VideoWriter
 from ..render.camera import OrbitCamera
 from ..render.renderer import WIREFRAME_MODES, RenderOptions, strain_color_stops
 from .frame_clock import TIME_SCALES, FrameClock
-from .hotkeys import HOTKEYS, MOUSE_HELP
+from .hotkeys import HOTKEYS, MOUSE_HELP, TIMELINE_HOTKEYS
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
+from .timeline_panel import TimelineSection
 from .wave_tools import WaveTools
 
 HELP_FONT_SIZE_PX = 13.0
@@ -68,6 +69,7 @@ class PanelSource(Protocol):
     gravity_on: bool
     is_cloth: bool
     waves: WaveTools                 # pluck strength, probes, arrival times
+    timeline: Any                    # issue 15: a Timeline (history, branch, replay)
     camera: OrbitCamera              # (the probe rings' positions on screen)
     view_size: tuple[int, int]
 
@@ -102,6 +104,7 @@ class Panel:
         self._cloth_edit: tuple[int, int, int | None] | None = None
         self._scene_of_edit: Any = None
         self._collapsed_by_width: bool | None = None   # the width rule last applied
+        self.timeline = TimelineSection()               # issue 15
         #: screen rectangles (min, max) of the last frame's sliders, by label (tests)
         self.item_rects: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
 
@@ -139,6 +142,8 @@ class Panel:
             self._status()
             if imgui.collapsing_header("Simulation", imgui.TreeNodeFlags_.default_open):
                 self._simulation_controls()
+            if imgui.collapsing_header("Timeline", imgui.TreeNodeFlags_.default_open):
+                self.timeline.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)   # issue 15
             if imgui.collapsing_header("Parameters", imgui.TreeNodeFlags_.default_open):
                 self._parameters()
             if self.controller.is_cloth and imgui.collapsing_header("Cloth (restart)"):
@@ -349,7 +354,8 @@ class Panel:
                 imgui.table_setup_column("key", imgui.TableColumnFlags_.width_fixed,
                                          HELP_KEY_COLUMN)
                 imgui.table_setup_column("action", imgui.TableColumnFlags_.width_stretch)
-                for label, text in [(h.label, h.help) for h in HOTKEYS] + list(MOUSE_HELP):
+                keys = HOTKEYS + TIMELINE_HOTKEYS
+                for label, text in [(h.label, h.help) for h in keys] + list(MOUSE_HELP):
                     imgui.table_next_row()
                     imgui.table_next_column()
                     imgui.text_colored(YELLOW, label)

@@ -11,6 +11,7 @@ name, else an explicit system of its springs.
 
 from __future__ import annotations
 
+import argparse
 import math
 import tomllib
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, SceneError, load, scene_from_dict, scene_names
 from ..io.trajectory import Trajectory, load_trajectory
+from .arguments import UsageError, scene_from_args
 
 
 class Replay:
@@ -145,4 +147,17 @@ def open_trajectory(path: str | Path) -> Trajectory:
         raise ValueError(f"--replay {path}: {exc}") from None
 
 
-__all__ = ["Replay", "open_trajectory", "replay_scene"]
+def viewer_scene(args: argparse.Namespace) -> tuple[Scene, Trajectory | None]:
+    """The viewer's scene and, with ``--replay``, the trajectory to show (its scene
+    wins over the positional one); a bad file or scene raises UsageError."""
+    replay = getattr(args, "replay", None)
+    if replay is None:
+        return scene_from_args(args), None
+    try:
+        trajectory = open_trajectory(replay)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return replay_scene(trajectory), trajectory
+
+
+__all__ = ["Replay", "open_trajectory", "replay_scene", "viewer_scene"]
