@@ -65,9 +65,8 @@ class BranchSeries:
 
     def series(self) -> dict[str, np.ndarray]:
         """"time", "rms", "energy", "ghost_energy" arrays, oldest first."""
-        data = np.array(self._rows, dtype=np.float64).reshape(-1, 4)
-        return {"time": data[:, 0], "rms": data[:, 1], "energy": data[:, 2],
-                "ghost_energy": data[:, 3]}
+        data = np.ascontiguousarray(np.array(self._rows, dtype=np.float64).reshape(-1, 4).T)
+        return dict(zip(("time", "rms", "energy", "ghost_energy"), data))
 
 
 def rms_difference(a: np.ndarray, b: np.ndarray) -> float:
