@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from ropesim.app.controller import ViewerController
 from ropesim.app.history import DEFAULT_HISTORY_MB, MB, History, share_unchanged
+from ropesim.app.timeline import BranchFrame, rms_difference
+from ropesim.io.scenes import scene_from_dict
+from ropesim.render.ghost import GHOST_COLOR
+from ropesim.render.renderer import Renderer, RenderOptions
+from test_renderer import ctx  # noqa: F401  (the EGL context fixture, shared)
+from test_viewer import FakeClock
 
 
 @dataclass(frozen=True)
@@ -130,19 +137,8 @@ def test_a_state_larger_than_the_budget_is_still_kept_alone():
 
 
 # --- the viewer's controller: rewind, scrub, resume -------------------------------------
-from ropesim.app.controller import ViewerController          # noqa: E402
-from ropesim.app.timeline import BranchFrame, rms_difference  # noqa: E402
-from ropesim.io.scenes import scene_from_dict                 # noqa: E402
 
 FRAME = 1.0 / 60.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def cloth_scene(integrator: str = "symplectic_euler"):
@@ -316,37 +312,29 @@ def test_n_drops_the_branch():
 
 
 # --- the ghost on screen (EGL) ----------------------------------------------------------------
-def test_the_ghost_of_a_branch_is_drawn_translucent_where_the_original_run_is():
+def test_the_ghost_of_a_branch_is_drawn_translucent_where_the_original_run_is(ctx):
     """The ghost's pixels take the ghost colour over the background, and the live
     cloth stays visible through it (the ghost writes no depth and blends)."""
-    from ropesim.render.ghost import GHOST_COLOR
-    from ropesim.render.offscreen import create_headless_context
-    from ropesim.render.renderer import Renderer, RenderOptions
-
-    context = create_headless_context()
-    try:
-        c = make_controller()
-        run_frames(c, 2)
-        c.handle_key("b")
-        renderer = Renderer(context, c.sim)
-        grabber = renderer.frame_grabber(320, 240)
-        shifted = c.sim.positions + np.array([0.3, 0.0, 0.0])
-        c.options.shadows = c.options.show_grid = False
-        plain = grabber.grab(renderer, c.camera, RenderOptions(shadows=False, show_grid=False))
-        c.options.ghost = shifted
-        ghosted = grabber.grab(renderer, c.camera, c.options).astype(float)
-        plain = plain.astype(float)
-        changed = np.abs(ghosted - plain).sum(axis=2) > 30
-        assert changed.sum() > 200
-        # where only the ghost covers the background, the colour moved toward the ghost's
-        background = np.all(np.abs(plain - plain[0, 0]) < 3, axis=2)
-        only_ghost = changed & background
-        assert only_ghost.sum() > 100
-        towards = np.array(GHOST_COLOR) * 255 - plain[0, 0]
-        moved = (ghosted[only_ghost] - plain[only_ghost]) @ towards
-        assert np.all(moved > 0)
-        # the live cloth behind the sheet still shows (blended, not hidden)
-        cloth = changed & ~background
-        assert np.all(np.abs(ghosted[cloth] - np.array(GHOST_COLOR) * 255).sum(axis=1) > 20)
-    finally:
-        context.release()
+    c = make_controller()
+    run_frames(c, 2)
+    c.handle_key("b")
+    renderer = Renderer(ctx, c.sim)
+    grabber = renderer.frame_grabber(320, 240)
+    shifted = c.sim.positions + np.array([0.3, 0.0, 0.0])
+    c.options.shadows = c.options.show_grid = False
+    plain = grabber.grab(renderer, c.camera, RenderOptions(shadows=False, show_grid=False))
+    c.options.ghost = shifted
+    ghosted = grabber.grab(renderer, c.camera, c.options).astype(float)
+    plain = plain.astype(float)
+    changed = np.abs(ghosted - plain).sum(axis=2) > 30
+    assert changed.sum() > 200
+    # where only the ghost covers the background, the colour moved toward the ghost's
+    background = np.all(np.abs(plain - plain[0, 0]) < 3, axis=2)
+    only_ghost = changed & background
+    assert only_ghost.sum() > 100
+    towards = np.array(GHOST_COLOR) * 255 - plain[0, 0]
+    moved = (ghosted[only_ghost] - plain[only_ghost]) @ towards
+    assert np.all(moved > 0)
+    # the live cloth behind the sheet still shows (blended, not hidden)
+    cloth = changed & ~background
+    assert np.all(np.abs(ghosted[cloth] - np.array(GHOST_COLOR) * 255).sum(axis=1) > 20)

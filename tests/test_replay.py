@@ -13,16 +13,9 @@ from ropesim.app.viewer import build_parser, main
 from ropesim.engine.stability import stability_margin
 from ropesim.io.scenes import scene_from_dict
 from ropesim.io.trajectory import load_trajectory, record
+from test_viewer import FakeClock
 
 FRAME = 1.0 / 60.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def rope_scene():
@@ -158,30 +151,21 @@ def test_gauge_reading_is_dt_over_the_stability_limit_and_follows_dt():
     assert reading.read(sim)[0] == pytest.approx(2 * margin, rel=1e-9)
 
 
-def _panel_vertices(c: ViewerController, frames: int = 3) -> int:
-    from imgui_bundle import imgui, implot
+def _panel_vertices(c: ViewerController) -> int:
+    """Vertices of the imgui frame the Panel builds over ``c`` (after 3 frames)."""
+    from imgui_bundle import imgui
 
     from ropesim.app.panel import Panel
+    from test_viewer_panel import Harness
 
-    context, plot_context = imgui.create_context(), implot.create_context()
+    harness = Harness((1280, 720))
     try:
-        io = imgui.get_io()
-        io.set_ini_filename("")
-        io.display_size = imgui.ImVec2(1280, 720)
-        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
-        panel = Panel(c)
-        counts = []
-        for _ in range(frames):
-            c.advance(FRAME)
-            io.delta_time = FRAME
-            imgui.new_frame()
-            panel.draw()
-            imgui.render()
-            counts.append(sum(cmd.vtx_buffer.size() for cmd in imgui.get_draw_data().cmd_lists))
-        return min(counts[1:])
+        harness.controller, harness.panel = c, Panel(c)
+        c.advance(FRAME)
+        harness.frame(3)
+        return sum(cmd.vtx_buffer.size() for cmd in imgui.get_draw_data().cmd_lists)
     finally:
-        implot.destroy_context(plot_context)
-        imgui.destroy_context(context)
+        harness.close()
 
 
 def test_the_panel_builds_the_timeline_section_in_a_replay(saved_run):
