@@ -63,7 +63,7 @@ from .model import (
     spring_coefficients,
 )
 from .state import Changed, Model, Params, State, kinetic_energy
-from . import tearing
+from . import snapshot, tearing
 
 #: most steps one ``step(n)`` call takes (call again to go on)
 MAX_STEPS_PER_CALL = 10**9
@@ -719,6 +719,18 @@ class Simulation:
         self._ring.save(self._x, self._v, 0.0, 0)
         self._summarised = False
         self._rebase_due = True
+
+    # --- snapshots (engine/snapshot.py) -------------------------------------------------------
+    def get_state(self) -> snapshot.SimState:
+        """Everything that determines the future, copied (a read-only SimState; its
+        ``nbytes`` is its size in bytes): ``set_state`` goes back to it bit-exactly."""
+        self._last_state = snapshot.capture(self, getattr(self, "_last_state", None))
+        return self._last_state
+
+    def set_state(self, state: snapshot.SimState) -> None:
+        """Restore a get_state() of this simulation (or of one with the same particle and
+        spring counts and dtype: else ValueError naming the field)."""
+        snapshot.restore(self, state)
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:
