@@ -11,6 +11,7 @@ import pytest
 from ropesim.app.controller import ViewerController
 from ropesim.app.history import DEFAULT_HISTORY_MB, MB, History, share_unchanged
 from ropesim.app.timeline import BranchFrame, rms_difference
+from ropesim.engine.integrators import INTEGRATORS
 from ropesim.io.scenes import scene_from_dict
 from ropesim.render.ghost import GHOST_COLOR
 from ropesim.render.renderer import Renderer, RenderOptions
@@ -165,8 +166,7 @@ def fresh_run(scene, steps: int):
     return sim
 
 
-@pytest.mark.parametrize("integrator", ["symplectic_euler", "verlet", "backward_euler",
-                                        "implicit_midpoint"])
+@pytest.mark.parametrize("integrator", list(INTEGRATORS))
 def test_rewinding_n_frames_then_resuming_matches_a_fresh_run_bit_for_bit(integrator):
     scene = cloth_scene(integrator)
     c = make_controller(scene)
