@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from imgui_bundle import imgui, implot
 
 from ..engine.stability import StabilityGauge
@@ -101,7 +102,7 @@ class TimelineSection:
                     timeline.drop_branch()
         self._gauge(c)
         if timeline.branch is not None:
-            self._branch_plot(timeline.branch, width)
+            self._branch_plot(timeline.branch, width, c.sim.time)
 
     def _gauge(self, c: Any) -> None:
         if c.timeline.replaying:
@@ -116,7 +117,9 @@ class TimelineSection:
             imgui.same_line()
             imgui.text_colored(imgui.ImVec4(*DIM), f"{c.sim.integrator}: any dt")
 
-    def _branch_plot(self, branch: Any, width: float) -> None:
+    def _branch_plot(self, branch: Any, width: float, shown: float) -> None:
+        """RMS difference (left axis) and both energies (right axis) over time; a
+        vertical line marks the shown moment (s)."""
         series = branch.series.series()
         if branch.diverged:
             imgui.text_colored(imgui.ImVec4(*RED), branch.diverged)
@@ -134,6 +137,7 @@ class TimelineSection:
             implot.set_axes(implot.ImAxis_.x1, implot.ImAxis_.y2)
             implot.plot_line("E branch", time, series["energy"])
             implot.plot_line("E original", time, series["ghost_energy"])
+            implot.plot_inf_lines("##shown", np.array([shown]))
             implot.end_plot()
 
 
