@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ropesim.app.controller import ViewerController
-from ropesim.app.history import DEFAULT_HISTORY_MB, MB, History, share_unchanged
+from ropesim.app.history import DEFAULT_HISTORY_MB, MB, History
 from ropesim.app.timeline import BranchFrame, rms_difference
 from ropesim.engine.integrators import INTEGRATORS
 from ropesim.io.scenes import scene_from_dict
@@ -66,24 +66,18 @@ def test_history_stays_within_its_memory_budget_and_drops_the_oldest_first():
     assert history.seconds_held == pytest.approx((kept - 1) * 0.01)
 
 
-def test_unchanged_parameter_arrays_are_shared_and_counted_once():
+def test_arrays_shared_between_states_are_counted_once():
     history = History(budget_mb=1.0)
+    stiffness = np.full(4000, 100.0)      # a parameter array the snapshots share
     for k in range(10):
-        history.push(fake_state(float(k)), time=k * 0.01)   # the same stiffness values
-    positions, stiffness = 1000 * 3 * 8, 4000 * 8
-    assert history.nbytes == 10 * positions + stiffness
-    assert history.current.stiffness is history.scrub_to(fraction=0.0).stiffness
+        history.push(FakeState(np.full((1000, 3), float(k)), stiffness), time=k * 0.01)
+    positions = 1000 * 3 * 8
+    assert history.nbytes == 10 * positions + stiffness.nbytes
+    history.scrub_to(fraction=0.0)
     history.truncate_after()   # drops all but the oldest, which still holds the array
-    assert len(history) == 1 and history.nbytes == positions + stiffness
-
-
-def test_share_unchanged_keeps_arrays_whose_values_differ():
-    a, b = fake_state(0.0, stiffness=1.0), fake_state(1.0, stiffness=2.0)
-    share_unchanged(b, a)
-    assert b.stiffness is not a.stiffness and b.stiffness[0] == 2.0
-    c = fake_state(2.0, stiffness=1.0)
-    share_unchanged(c, a)
-    assert c.stiffness is a.stiffness and c.positions is not a.positions
+    assert len(history) == 1 and history.nbytes == positions + stiffness.nbytes
+    history.clear()
+    assert history.nbytes == 0
 
 
 def test_step_back_forward_and_the_ends():

@@ -11,11 +11,10 @@ taken at. It needs no window and no simulation: it only sizes, orders and drops 
 * :meth:`truncate_after` drops the states after the cursor (resuming from a rewound
   moment; pushing while rewound does it first).
 
-Consecutive snapshots of a run share most of their parameter arrays (stiffness,
-damping, rest lengths, masses change only on a live edit): :func:`share_unchanged`
-makes a new state reuse the previous state's array wherever the values are equal, and
-:attr:`History.nbytes` counts every shared array once, so the budget holds frames, not
-copies of unchanged parameters.
+Consecutive snapshots of a run share their unchanged parameter arrays (``sim.get_state``
+reuses the previous snapshot's stiffness, damping, rest lengths, masses until a live
+edit changes them): :attr:`History.nbytes` counts every array once, however many
+states hold it, so the budget holds frames, not copies of unchanged parameters.
 """
 
 from __future__ import annotations
@@ -44,23 +43,6 @@ def _arrays(state: Any) -> list[tuple[Any, str, np.ndarray]]:
             else:
                 found.extend(_arrays(value))
     return found
-
-
-def share_unchanged(state: Any, previous: Any) -> Any:
-    """``state`` with each array field that equals ``previous``'s at the same place (same
-    shape, dtype and values) replaced by ``previous``'s array object (states are
-    read-only snapshots, so sharing is safe). Returns ``state`` (changed in place, also
-    when frozen)."""
-    if previous is None:
-        return state
-    new, old = _arrays(state), _arrays(previous)
-    if [name for _, name, _ in new] != [name for _, name, _ in old]:
-        return state
-    for (owner, name, array), (_, _, before) in zip(new, old):
-        if (before is not array and before.shape == array.shape
-                and before.dtype == array.dtype and np.array_equal(before, array)):
-            object.__setattr__(owner, name, before)
-    return state
 
 
 def state_nbytes(state: Any) -> int:
@@ -157,8 +139,6 @@ class History:
         Pushed while rewound, the states after the shown one are dropped first. The
         oldest states are dropped while the history holds more than its budget."""
         self.truncate_after()
-        if self._states:
-            share_unchanged(state, self._states[-1])
         self._times.append(float(time))
         self._states.append(state)
         self._account(state, +1)
@@ -193,8 +173,6 @@ class History:
         cursor = self._cursor
         self.clear()
         for time, state in entries:
-            if self._states:
-                share_unchanged(state, self._states[-1])
             self._times.append(time)
             self._states.append(state)
             self._account(state, +1)
@@ -265,4 +243,4 @@ class History:
         self._account(state, -1)
 
 
-__all__ = ["DEFAULT_HISTORY_MB", "History", "share_unchanged", "state_nbytes"]
+__all__ = ["DEFAULT_HISTORY_MB", "History", "state_nbytes"]
