@@ -185,3 +185,21 @@ def test_budget_needs_tracking_and_a_bool():
     assert isinstance(budget, EnergyBudget)
     assert budget.balance == 0.0 and budget.steps == 0
     assert set(LOSSES + INPUTS) <= budget.as_dict().keys()
+
+
+def test_snapshots_carry_the_budget_and_reset_restarts_it():
+    sim = dragged_cloth("symplectic_euler", dt=2e-4, size=6)
+    sim.step(300)
+    state = sim.get_state()
+    sim.step(300)
+    expected = sim.energy_budget()
+    sim.set_state(state)
+    sim.step(300)
+    assert sim.energy_budget() == expected  # the rewind is not counted as user work
+    untracked = Simulation(sim.system, dt=2e-4).get_state()
+    sim.set_state(untracked)
+    assert sim.track_energy is False
+    sim.set_state(state)
+    sim.reset()
+    budget = sim.energy_budget()
+    assert budget.steps == 0 and budget.user == 0.0 and budget.initial == budget.total

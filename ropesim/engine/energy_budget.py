@@ -27,9 +27,10 @@ integrator). ``scale`` (J) is the energy that moved through the budget plus the 
 kinetic and elastic energy: the yardstick of ``balance``. Losses are >= 0 for real
 dissipation; inputs are signed (a grab can take energy out).
 
-Cost: two particle passes, two spring passes and copies of x and v per step, plus the
-attached forces once more and a pass per stage used (tearing, contacts); nothing when
-``track_energy`` is off (docs/analysis.md has the measured cost).
+Cost: a particle pass, a spring pass (both states' geometry) and copies of x and v per
+step, the attached forces once more, a pass per stage used (tearing, contacts) and a
+measurement per ``step(n)`` call; nothing when ``track_energy`` is off
+(docs/analysis.md has the measured cost).
 """
 
 from __future__ import annotations
@@ -87,54 +88,56 @@ def elastic_energy(x, spring_a, spring_b, rest, k):
     return total
 
 
-@njit(cache=True, inline="always")
-def _pair(x, v, a, b):
-    """(n (3 floats), l, (v_a - v_b).n) of the spring a-b, float64; l < MIN_LENGTH: no
-    direction (n = 0)."""
-    dx = np.float64(x[a, 0]) - x[b, 0]
-    dy = np.float64(x[a, 1]) - x[b, 1]
-    dz = np.float64(x[a, 2]) - x[b, 2]
-    length = math.sqrt(dx * dx + dy * dy + dz * dz)
-    if length < MIN_LENGTH:
-        return 0.0, 0.0, 0.0, length, 0.0
-    nx, ny, nz = dx / length, dy / length, dz / length
-    speed = ((np.float64(v[a, 0]) - v[b, 0]) * nx + (np.float64(v[a, 1]) - v[b, 1]) * ny
-             + (np.float64(v[a, 2]) - v[b, 2]) * nz)
-    return nx, ny, nz, length, speed
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def motion_terms(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, grabbed, out):
     """Over the springs, from S0 = (x0, v0) to S1 = (x1, v1): out[0] = elastic energy at
     S1 (J); out[1] = the dampers' loss, J (minus the trapezoid of their work along the
-    displacement); out[2:5] and out[5:8] = the spring + damper force on particle
-    ``grabbed`` (-1: none) at S0 and at S1, N."""
+    displacement: c ((v_a - v_b).n) (n.delta) at S0 and S1, delta the change of x_a - x_b);
+    out[2:5] and out[5:8] = the spring + damper force on particle ``grabbed`` (-1: none)
+    at S0 and at S1, N. Springs shorter than MIN_LENGTH have no direction and no force."""
     elastic = 0.0
     loss = 0.0
+    tiny = MIN_LENGTH * MIN_LENGTH
     for d in range(2, 8):
         out[d] = 0.0
     for s in range(spring_a.shape[0]):
         a, b = spring_a[s], spring_b[s]
-        n0x, n0y, n0z, l0, u0 = _pair(x0, v0, a, b)
-        n1x, n1y, n1z, l1, u1 = _pair(x1, v1, a, b)
+        d0x = np.float64(x0[a, 0]) - x0[b, 0]
+        d0y = np.float64(x0[a, 1]) - x0[b, 1]
+        d0z = np.float64(x0[a, 2]) - x0[b, 2]
+        d1x = np.float64(x1[a, 0]) - x1[b, 0]
+        d1y = np.float64(x1[a, 1]) - x1[b, 1]
+        d1z = np.float64(x1[a, 2]) - x1[b, 2]
+        sq0 = d0x * d0x + d0y * d0y + d0z * d0z
+        sq1 = d1x * d1x + d1y * d1y + d1z * d1z
+        l1 = math.sqrt(sq1)
         stretch = l1 - rest[s]
         elastic += 0.5 * k[s] * stretch * stretch
-        # the relative displacement of the ends over the step
-        ex = (np.float64(x1[a, 0]) - x0[a, 0]) - (np.float64(x1[b, 0]) - x0[b, 0])
-        ey = (np.float64(x1[a, 1]) - x0[a, 1]) - (np.float64(x1[b, 1]) - x0[b, 1])
-        ez = (np.float64(x1[a, 2]) - x0[a, 2]) - (np.float64(x1[b, 2]) - x0[b, 2])
-        loss += 0.5 * c[s] * (u0 * (n0x * ex + n0y * ey + n0z * ez)
-                              + u1 * (n1x * ex + n1y * ey + n1z * ez))
+        ex, ey, ez = d1x - d0x, d1y - d0y, d1z - d0z
+        # (v_a - v_b).d / l^2: the relative normal speed over the length, 1/s
+        r0 = r1 = 0.0
+        if sq0 >= tiny:
+            r0 = ((np.float64(v0[a, 0]) - v0[b, 0]) * d0x + (np.float64(v0[a, 1]) - v0[b, 1]) * d0y
+                  + (np.float64(v0[a, 2]) - v0[b, 2]) * d0z) / sq0
+        if sq1 >= tiny:
+            r1 = ((np.float64(v1[a, 0]) - v1[b, 0]) * d1x + (np.float64(v1[a, 1]) - v1[b, 1]) * d1y
+                  + (np.float64(v1[a, 2]) - v1[b, 2]) * d1z) / sq1
+        loss += 0.5 * c[s] * (r0 * (d0x * ex + d0y * ey + d0z * ez)
+                              + r1 * (d1x * ex + d1y * ey + d1z * ez))
         if grabbed >= 0 and (a == grabbed or b == grabbed):
             sign = 1.0 if a == grabbed else -1.0
-            m0 = sign * (-k[s] * (l0 - rest[s]) - c[s] * u0) if l0 >= MIN_LENGTH else 0.0
-            m1 = sign * (-k[s] * (l1 - rest[s]) - c[s] * u1) if l1 >= MIN_LENGTH else 0.0
-            out[2] += m0 * n0x
-            out[3] += m0 * n0y
-            out[4] += m0 * n0z
-            out[5] += m1 * n1x
-            out[6] += m1 * n1y
-            out[7] += m1 * n1z
+            if sq0 >= tiny:
+                l0 = math.sqrt(sq0)
+                # -k (l - L) n - c (dv.n) n, n = d / l, on end a
+                m0 = sign * (-k[s] * (l0 - rest[s]) / l0 - c[s] * r0)
+                out[2] += m0 * d0x
+                out[3] += m0 * d0y
+                out[4] += m0 * d0z
+            if sq1 >= tiny:
+                m1 = sign * (-k[s] * stretch / l1 - c[s] * r1)
+                out[5] += m1 * d1x
+                out[6] += m1 * d1y
+                out[7] += m1 * d1z
     out[0] = elastic
     out[1] = loss
 
@@ -234,9 +237,11 @@ class EnergyBudget:
 
 class EnergyLedger:
     """The accumulators of one simulation's budget and the scratch its stages use
-    (Simulation._advance calls begin, after_motion, after_tearing, end each step)."""
+    (Simulation.step calls between_steps before its steps; Simulation._advance calls
+    begin, after_motion, after_tearing and end in each step). ``accounts``: go on from
+    those of :meth:`accounts` (a snapshot) instead of starting from the current state."""
 
-    def __init__(self, sim: Any):
+    def __init__(self, sim: Any, accounts: dict[str, Any] | None = None):
         n = sim.n_particles
         self._x0 = np.zeros((n, 3), sim.dtype)
         self._v0 = np.zeros((n, 3), sim.dtype)
@@ -246,12 +251,22 @@ class EnergyLedger:
         self._particles = np.zeros(3)
         self._motion = np.zeros(8)
         self._end_state = State(sim._x, sim._v)
-        self.terms = dict.fromkeys(LOSSES + INPUTS, 0.0)
-        self.steps = 0
-        self.time = 0.0
-        self._energy = self._measure(sim)  # J, the total as the last stage left it
-        self.initial = self._energy
         self._working_forces: list[Any] = []
+        if accounts is None:
+            accounts = {"terms": dict.fromkeys(LOSSES + INPUTS, 0.0), "steps": 0,
+                        "time": 0.0, "initial": self._measure(sim)}
+            accounts["energy"] = accounts["initial"]
+        self.terms = dict(accounts["terms"])
+        self.steps = int(accounts["steps"])
+        self.time = float(accounts["time"])
+        self.initial = float(accounts["initial"])
+        self._energy = float(accounts["energy"])  # J, the total as the last stage left it
+
+    def accounts(self) -> dict[str, Any]:
+        """The accumulators (J; steps, time s), for snapshots: EnergyLedger(sim, accounts)
+        goes on from them."""
+        return {"terms": dict(self.terms), "steps": self.steps, "time": self.time,
+                "initial": self.initial, "energy": self._energy}
 
     # --- measurements ---------------------------------------------------------------------
     def _particle_terms(self, sim: Any) -> np.ndarray:
@@ -284,11 +299,15 @@ class EnergyLedger:
         return True
 
     # --- the stages of a step ---------------------------------------------------------------
-    def begin(self, sim: Any) -> None:
-        """S0: what changed since the last step is the user's; keep x0, v0 and the forces."""
+    def between_steps(self, sim: Any) -> None:
+        """Before a run of steps (Simulation.step): what changed the energy since the last
+        step (nothing can within a run) is the user's."""
         energy = self._measure(sim)
         self.terms["user"] += energy - self._energy
         self._energy = energy
+
+    def begin(self, sim: Any) -> None:
+        """S0: keep x0, v0 and the attached forces without a potential."""
         self._x0[:] = sim._x
         self._v0[:] = sim._v
         state = sim._state

@@ -613,6 +613,8 @@ class Simulation:
             if self._grabbed is not None:
                 self._health.start_grab(self._x, self._v, self._grabbed)
             self._rebase_due = False
+        if self._ledger is not None:  # the energy budget: changes since the last step
+            self._ledger.between_steps(self)
         for _ in range(count):
             max_speed_sq = self._advance()
             if not max_speed_sq <= self._max_speed_sq:
@@ -729,6 +731,8 @@ class Simulation:
         self._ring.save(self._x, self._v, 0.0, 0)
         self._summarised = False
         self._rebase_due = True
+        if self._ledger is not None:  # the energy budget starts again
+            self._ledger = energy_budget.EnergyLedger(self)
 
     # --- snapshots (engine/snapshot.py) -------------------------------------------------------
     def get_state(self) -> snapshot.SimState:
