@@ -63,7 +63,7 @@ from .model import (
     spring_coefficients,
 )
 from .state import Changed, Model, Params, State, kinetic_energy
-from . import snapshot, tearing
+from . import energy_budget, snapshot, tearing
 
 #: most steps one ``step(n)`` call takes (call again to go on)
 MAX_STEPS_PER_CALL = 10**9
@@ -235,6 +235,7 @@ class Simulation:
         self._tearing = tearing.Tearing(self._params)
         self._max_stretch: float | None = None
         self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
+        self._ledger: energy_budget.EnergyLedger | None = None  # track_energy off
 
         self.dt = dt
         self.gravity = gravity
@@ -612,6 +613,8 @@ class Simulation:
             if self._grabbed is not None:
                 self._health.start_grab(self._x, self._v, self._grabbed)
             self._rebase_due = False
+        if self._ledger is not None:  # the energy budget: changes since the last step
+            self._ledger.between_steps(self)
         for _ in range(count):
             max_speed_sq = self._advance()
             if not max_speed_sq <= self._max_speed_sq:
@@ -659,13 +662,22 @@ class Simulation:
     def _advance(self) -> float:
         """One step without the divergence check; returns the max squared speed."""
         dt = self._dt
+        ledger = self._ledger  # the energy budget's stages (energy_budget.py), if tracked
+        if ledger is not None:
+            ledger.begin(self)
         max_speed_sq = self._integrator.step(self._state, dt)
         if self._grabbed is not None:
             self._move_grabbed(dt)
+        if ledger is not None:
+            ledger.after_motion(self)
         self._tear_and_limit(dt)
+        if ledger is not None:
+            ledger.after_tearing(self)
         if self._contacts:
             project_contacts(self._x, self._v, self._fixed, self._grounds, self._spheres,
                              self.planar)
+        if ledger is not None:
+            ledger.end(self)
         self._state.step_count += 1
         self._state.time += dt
         return max_speed_sq
@@ -719,6 +731,8 @@ class Simulation:
         self._ring.save(self._x, self._v, 0.0, 0)
         self._summarised = False
         self._rebase_due = True
+        if self._ledger is not None:  # the energy budget starts again
+            self._ledger = energy_budget.EnergyLedger(self)
 
     # --- snapshots (engine/snapshot.py) -------------------------------------------------------
     def get_state(self) -> snapshot.SimState:
@@ -731,6 +745,25 @@ class Simulation:
         """Restore a get_state() of this simulation (or of one with the same particle and
         spring counts and dtype: else ValueError naming the field)."""
         snapshot.restore(self, state)
+
+    # --- energy budget (engine/energy_budget.py) -------------------------------------------
+    @property
+    def track_energy(self) -> bool:
+        """Whether the energy budget is kept (off by default: it costs about a step per
+        step). Setting True starts it from the current state; False drops it."""
+        return self._ledger is not None
+
+    @track_energy.setter
+    def track_energy(self, on: bool) -> None:
+        self._ledger = energy_budget.ledger_for(self, on)
+
+    def energy_budget(self) -> energy_budget.EnergyBudget:
+        """Where the energy went since tracking began (J): energies, losses, inputs and
+        their balance (energy_budget.EnergyBudget). Needs ``track_energy = True``."""
+        if self._ledger is None:
+            raise ValueError("energy_budget: track_energy is False; allowed: set "
+                             "sim.track_energy = True first (the budget counts from then)")
+        return self._ledger.budget(self)
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:

@@ -15,7 +15,9 @@ and both dtypes (tests/test_snapshot.py). A SimState holds:
   settings, whether gravity and drag act, and the attached forces with a copy of each
   one's attributes (arrays copied: e.g. a Wind's air velocity and gusts);
 - the integrator's name, its warm data and settings (``Integrator.save_warm``) and a
-  copy of its solver statistics.
+  copy of its solver statistics;
+- the energy budget's accounts when ``track_energy`` is on (restored with it: the
+  budget goes on from that moment; a state taken with it off turns it off).
 
 The health check's cadence follows the step count (a check every CHECK_EVERY steps),
 so it is restored with it; its energy reference and checkpoint ring start again from
@@ -37,6 +39,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .contacts import Contact
+from .energy_budget import EnergyLedger
 from .integrators.base import SolverStats
 from .state import Changed
 
@@ -124,6 +127,7 @@ class SimState:
     integrator: str
     warm: dict[str, Any]  # Integrator.save_warm() of the integrator
     stats: SolverStats  # a copy of its solver statistics
+    energy: dict[str, Any] | None  # the energy budget's accounts (None: not tracked)
 
     @property
     def n_particles(self) -> int:
@@ -216,7 +220,8 @@ def capture(sim: Any, previous: SimState | None = None) -> SimState:
         dt=sim.dt, substeps=sim.substeps, contacts=sim.contacts, max_speed=sim.max_speed,
         cg_tolerance=model.cg_tolerance, cg_max_iterations=model.cg_max_iterations,
         integrator=integrator.name, warm=_frozen_value(dict(integrator.save_warm())),
-        stats=dataclasses.replace(integrator.stats), **kept,
+        stats=dataclasses.replace(integrator.stats),
+        energy=None if sim._ledger is None else sim._ledger.accounts(), **kept,
     )
 
 
@@ -283,6 +288,7 @@ def restore(sim: Any, state: SimState) -> None:
     integrator.stats = dataclasses.replace(state.stats)
     sim._changed(Changed.ALL)
     sim._refresh_fixed()
+    sim._ledger = None if state.energy is None else EnergyLedger(sim, state.energy)
     # the health check starts again from the restored state (module docstring)
     sim._ring.clear()
     sim._ring.save(sim._x, sim._v, state.time, state.step_count)
