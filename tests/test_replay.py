@@ -181,3 +181,12 @@ def test_the_panel_builds_the_branch_plot():
         c.advance(FRAME)
     without = _panel_vertices(ViewerController(rope_scene(), (1280, 720), clock=FakeClock()))
     assert _panel_vertices(c) > without   # the RMS / energy plot adds its lines
+
+
+def test_the_panel_stacks_the_energy_budget_once_tracking_is_on():
+    c = ViewerController(rope_scene(), (1280, 720), clock=FakeClock())
+    without = _panel_vertices(c)
+    c.timeline.set_budget_tracking(True)
+    for _ in range(4):
+        c.advance(FRAME)
+    assert _panel_vertices(c) > without   # the balance line, the shaded layers and the line

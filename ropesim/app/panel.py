@@ -30,7 +30,7 @@ from .frame_clock import TIME_SCALES, FrameClock
 from .hotkeys import HOTKEYS, MOUSE_HELP, TIMELINE_HOTKEYS
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
-from .timeline_panel import TimelineSection
+from .timeline_panel import EnergyBudgetPlot, TimelineSection
 from .wave_tools import WaveTools
 
 HELP_FONT_SIZE_PX = 13.0
@@ -105,6 +105,7 @@ class Panel:
         self._scene_of_edit: Any = None
         self._collapsed_by_width: bool | None = None   # the width rule last applied
         self.timeline = TimelineSection()               # issue 15
+        self.timeline_budget = EnergyBudgetPlot()
         #: screen rectangles (min, max) of the last frame's sliders, by label (tests)
         self.item_rects: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
 
@@ -150,6 +151,7 @@ class Panel:
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):
                 self._energy()
+                self.timeline_budget.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)  # issue 15
             if imgui.collapsing_header("Waves", imgui.TreeNodeFlags_.default_open):
                 self.controller.waves.draw_panel_section(imgui, implot, PANEL_WIDTH - 2 * MARGIN)
             imgui.pop_item_width()

@@ -69,6 +69,49 @@ class BranchSeries:
         return dict(zip(("time", "rms", "energy", "ghost_energy"), data))
 
 
+#: the energy budget's layers, stacked bottom to top: the current kinetic and elastic
+#: energy, then what the losses took since tracking began (J)
+BUDGET_LAYERS = ("kinetic", "elastic", "damping", "drag", "friction", "contact", "tearing")
+
+
+class BudgetSeries:
+    """Per-frame samples of ``sim.energy_budget()`` while ``sim.track_energy`` is on:
+    time (s), each of BUDGET_LAYERS (J) and ``available`` = initial + inputs - gravity
+    - attached potentials (J), which the stacked layers reach when the budget closes
+    (kinetic + elastic + losses = initial + inputs - gravity - attached - balance)."""
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[float, ...]] = []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def clear(self) -> None:
+        self._rows.clear()
+
+    def sample(self, sim: Simulation) -> None:
+        """Add the budget now (nothing while tracking is off; a rewound time first drops
+        the later samples)."""
+        if not sim.track_energy:
+            return
+        self.truncate_after(sim.time)
+        if self._rows and self._rows[-1][0] == sim.time:
+            return
+        b = sim.energy_budget()
+        available = b.initial + b.grab + b.forces + b.user - b.gravity - b.attached
+        self._rows.append((sim.time, *(getattr(b, name) for name in BUDGET_LAYERS), available))
+
+    def truncate_after(self, time: float) -> None:
+        while self._rows and self._rows[-1][0] > time:
+            self._rows.pop()
+
+    def series(self) -> dict[str, np.ndarray]:
+        """"time", each layer and "available" as arrays, oldest first."""
+        names = ("time", *BUDGET_LAYERS, "available")
+        data = np.array(self._rows, dtype=np.float64).reshape(-1, len(names)).T
+        return dict(zip(names, np.ascontiguousarray(data)))
+
+
 def rms_difference(a: np.ndarray, b: np.ndarray) -> float:
     """sqrt(mean over particles of |a_i - b_i|^2), m."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
@@ -125,6 +168,7 @@ class Timeline:
         self.history = History(history_mb)
         self.branch: Branch | None = None
         self.replay: Replay | None = None
+        self.budget = BudgetSeries()
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -165,6 +209,7 @@ class Timeline:
     def attach(self) -> None:
         """A new scene: no replay, no branch, the history restarts at its first state."""
         self.replay = None
+        self.budget.clear()
         self.drop_branch(quiet=True)
         self.history.clear()
         self.record()
@@ -174,6 +219,7 @@ class Timeline:
         if self.replay is not None:
             self.replay.show(0)
             return
+        self.budget.clear()
         self.drop_branch(quiet=True)
         self.history.clear()
         self.record()
@@ -188,7 +234,16 @@ class Timeline:
             self.branch.follow(sim)
             state = BranchFrame(state, self.branch.ghost.get_state())
         self.history.push(state, sim.time)
+        self.budget.sample(sim)
         self._sync_ghost()
+
+    def set_budget_tracking(self, on: bool) -> None:
+        """Start (from now) or stop the energy budget of the main run (sim.track_energy;
+        it costs about one more step per step)."""
+        sim = self.controller.sim
+        self.budget.clear()
+        sim.track_energy = bool(on) and self.replay is None
+        self.budget.sample(sim)
 
     # -- moving through time ------------------------------------------------------------------
     def _pause(self) -> bool:
@@ -247,6 +302,7 @@ class Timeline:
         if self.branch is not None and branched:
             self.branch.ghost.set_state(entry.ghost)
         c.error = None
+        self.budget.truncate_after(c.sim.time)
         back = len(self.history) - 1 - self.history.cursor
         c.message = (f"t = {c.sim.time:.3f} s, {back} frames back (Space resumes from here "
                      "and drops the later history)" if back else f"t = {c.sim.time:.3f} s: "
@@ -323,4 +379,5 @@ class Timeline:
         return 0
 
 
-__all__ = ["Branch", "BranchFrame", "BranchSeries", "Timeline", "rms_difference"]
+__all__ = ["BUDGET_LAYERS", "Branch", "BranchFrame", "BranchSeries", "BudgetSeries", "Timeline",
+           "rms_difference"]

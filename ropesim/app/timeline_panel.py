@@ -25,6 +25,7 @@ from imgui_bundle import imgui, implot
 
 from ..engine.stability import StabilityGauge
 from .history import MB
+from .timeline import BUDGET_LAYERS
 
 GREEN = (0.35, 0.85, 0.4, 1.0)
 AMBER = (1.0, 0.7, 0.2, 1.0)
@@ -141,4 +142,46 @@ class TimelineSection:
             implot.end_plot()
 
 
-__all__ = ["GaugeReading", "TimelineSection", "gauge_color"]
+def stacked(series: dict[str, np.ndarray], layers: tuple[str, ...]) -> list[np.ndarray]:
+    """The running sums of ``layers`` (bottom first): the layers' upper edges, J."""
+    edges, total = [], np.zeros_like(series["time"])
+    for name in layers:
+        total = total + series[name]
+        edges.append(total)
+    return edges
+
+
+class EnergyBudgetPlot:
+    """The Energy section's budget: a checkbox that starts ``sim.track_energy`` and the
+    budget as stacked areas (kinetic, elastic, then each loss since tracking began) under
+    the line they reach when the budget closes (initial + inputs - potentials)."""
+
+    def draw(self, c: Any, width: float) -> None:
+        timeline = c.timeline
+        if timeline.replaying:
+            return
+        changed, on = imgui.checkbox("energy budget (stacked)", c.sim.track_energy)
+        if changed:
+            timeline.set_budget_tracking(on)
+        if not c.sim.track_energy:
+            return
+        series = timeline.budget.series()
+        if len(series["time"]) < 2:
+            imgui.text_colored(imgui.ImVec4(*DIM), "(tracking: samples follow)")
+            return
+        b = c.sim.energy_budget()
+        imgui.text_colored(imgui.ImVec4(*DIM), f"balance {b.balance:+.3g} J "
+                           f"({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
+        flags = implot.AxisFlags_.auto_fit
+        if implot.begin_plot("##budget", imgui.ImVec2(width, BRANCH_PLOT_HEIGHT)):
+            implot.setup_axes("t [s]", "E [J]", flags, flags)
+            implot.setup_legend(implot.Location_.north_west, implot.LegendFlags_.none)
+            time, lower = series["time"], np.zeros_like(series["time"])
+            for name, upper in zip(BUDGET_LAYERS, stacked(series, BUDGET_LAYERS)):
+                implot.plot_shaded(name, time, lower, upper)
+                lower = upper
+            implot.plot_line("initial + inputs - potentials", time, series["available"])
+            implot.end_plot()
+
+
+__all__ = ["EnergyBudgetPlot", "GaugeReading", "TimelineSection", "gauge_color", "stacked"]
