@@ -172,15 +172,18 @@ class EnergyBudgetPlot:
         b = c.sim.energy_budget()
         imgui.text_colored(imgui.ImVec4(*DIM), f"balance {b.balance:+.3g} J "
                            f"({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
+        imgui.text_colored(imgui.ImVec4(*DIM), "line: initial + inputs - potentials")
+        layers = tuple(name for name in BUDGET_LAYERS if np.any(series[name] != 0.0))
         flags = implot.AxisFlags_.auto_fit
         if implot.begin_plot("##budget", imgui.ImVec2(width, BRANCH_PLOT_HEIGHT)):
             implot.setup_axes("t [s]", "E [J]", flags, flags)
-            implot.setup_legend(implot.Location_.north_west, implot.LegendFlags_.none)
+            implot.setup_legend(implot.Location_.north,
+                                implot.LegendFlags_.horizontal | implot.LegendFlags_.outside)
             time, lower = series["time"], np.zeros_like(series["time"])
-            for name, upper in zip(BUDGET_LAYERS, stacked(series, BUDGET_LAYERS)):
+            for name, upper in zip(layers, stacked(series, layers)):
                 implot.plot_shaded(name, time, lower, upper)
                 lower = upper
-            implot.plot_line("initial + inputs - potentials", time, series["available"])
+            implot.plot_line("##available", time, series["available"])
             implot.end_plot()
 
 
