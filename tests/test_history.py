@@ -353,3 +353,18 @@ def test_the_stacked_budget_reaches_initial_plus_inputs_minus_potentials():
     assert c.timeline.budget.series()["time"][-1] <= c.sim.time
     c.timeline.set_budget_tracking(False)
     assert not c.sim.track_energy and len(c.timeline.budget) == 0
+
+
+def test_resuming_at_a_moment_with_a_grab_lets_the_particle_go():
+    """A restored state may hold a grab the mouse no longer drives: resuming releases it."""
+    c = make_controller()
+    i = c.sim.n_particles - 1
+    c.sim.grab(i, c.sim.positions[i] + np.array([0.0, 0.1, 0.0]))
+    run_frames(c, 3)
+    c.sim.release()
+    run_frames(c, 3)
+    for _ in range(4):
+        c.handle_key("left")
+    assert c.sim.grabbed == i              # the state shown was taken during the grab
+    c.handle_key("space")
+    assert c.sim.grabbed is None

@@ -21,6 +21,7 @@ the same controls move through a saved trajectory's frames and nothing is simula
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +131,7 @@ class Branch:
     def __init__(self, ghost: Simulation, pending: list[tuple[float, Any]] | None = None) -> None:
         self.ghost = ghost
         self.start_time = ghost.time
-        self.pending = list(pending or [])
+        self.pending = deque(pending or ())
         self.series = BranchSeries()
         self.diverged: str | None = None
 
@@ -138,9 +139,11 @@ class Branch:
         """Bring the ghost to the main run's time: the original's recorded states while
         there are some, then steps of the ghost's own dt; then sample the series."""
         target = sim.time
+        reached = None
         while self.pending and self.pending[0][0] <= target + 0.5 * self.ghost.dt:
-            _, state = self.pending.pop(0)
-            self.ghost.set_state(state.main if isinstance(state, BranchFrame) else state)
+            _, reached = self.pending.popleft()
+        if reached is not None:   # only the latest one reached: a restore costs ms
+            self.ghost.set_state(reached.main if isinstance(reached, BranchFrame) else reached)
         if not self.pending and self.diverged is None:
             steps = int(np.floor((target - self.ghost.time) / self.ghost.dt + 0.5))
             if steps > 0:
@@ -318,6 +321,8 @@ class Timeline:
                 self.replay.show(0)
             return
         c = self.controller
+        if c.sim.grabbed is not None and not c.mouse.dragging:
+            c.sim.release()   # a restored grab has no mouse behind it
         entry = self.history.current
         dropped = self.history.truncate_after()
         if self.branch is not None and not isinstance(entry, BranchFrame):
