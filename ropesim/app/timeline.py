@@ -212,10 +212,7 @@ class Timeline:
     def attach(self) -> None:
         """A new scene: no replay, no branch, the history restarts at its first state."""
         self.replay = None
-        self.budget.clear()
-        self.drop_branch(quiet=True)
-        self.history.clear()
-        self.record()
+        self.restart()
 
     def restart(self) -> None:
         """After a reset: the history restarts (a replay goes back to its first frame)."""
