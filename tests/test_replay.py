@@ -190,3 +190,22 @@ def test_the_panel_stacks_the_energy_budget_once_tracking_is_on():
     for _ in range(4):
         c.advance(FRAME)
     assert _panel_vertices(c) > without   # the balance line, the shaded layers and the line
+
+
+def test_a_saved_viewer_history_replays_frame_for_frame(tmp_path):
+    c = ViewerController(rope_scene(), (800, 600), clock=FakeClock(), output_dir=tmp_path)
+    for _ in range(6):
+        c.advance(FRAME)
+    held = c.timeline.history.states()
+    path = c.timeline.save_history()
+    assert path is not None and path.suffix == ".npz" and "--replay" in c.message
+    trajectory = load_trajectory(path)
+    assert len(trajectory) == len(held)
+    assert np.array_equal(trajectory.times, c.timeline.history.times)
+    replay = replay_controller(path)
+    for state in held:
+        assert np.array_equal(replay.sim.positions, state.positions.astype(np.float32))
+        replay.handle_key("right")
+    sim = rope_scene().simulation()
+    sim.set_state(held[-1])
+    assert trajectory.total[-1] == pytest.approx(sim.energy())

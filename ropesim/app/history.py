@@ -154,6 +154,10 @@ class History:
             dropped += 1
         return dropped
 
+    def states(self) -> list[Any]:
+        """The held states, oldest first."""
+        return list(self._states)
+
     def later(self) -> list[tuple[float, Any]]:
         """(time s, state) of the states after the shown one, oldest first."""
         return list(zip(self._times, self._states))[self._cursor + 1:]

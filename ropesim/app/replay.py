@@ -15,12 +15,14 @@ import argparse
 import math
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import tomli_w
 
 from ..engine.simulation import Simulation
 from ..io.scenes import Scene, SceneError, load, scene_from_dict, scene_names
-from ..io.trajectory import Trajectory, load_trajectory
+from ..io.trajectory import Trajectory, _trajectory, load_trajectory
 from .arguments import UsageError, scene_from_args
 
 
@@ -103,6 +105,32 @@ class Replay:
         return list(zip(t.times.tolist(), t.kinetic.tolist(), potential.tolist()))
 
 
+def history_trajectory(entries: list[tuple[float, Any]], scene: Scene) -> Trajectory:
+    """A Trajectory of held viewer states ((time s, SimState) oldest first, as
+    ``History.later()`` lists them from the start): each state is restored into a scratch
+    simulation of ``scene`` to sample its energies, momentum and strain like
+    :func:`ropesim.io.trajectory.record`; ``ropesim view --replay`` opens its file."""
+    if not entries:
+        raise ValueError("history_trajectory: no states to save")
+    sim = scene.simulation()
+    samples = []
+    for _, state in entries:
+        sim.set_state(state)
+        d = sim.diagnostics()
+        samples.append((sim.step_count, sim.time, sim.positions.astype(np.float32),
+                        d["kinetic"], d["spring"], d["gravity"], d["total"],
+                        np.asarray(d["momentum"], dtype=np.float64), d["max_strain"]))
+    steps = np.array([sample[0] for sample in samples])
+    every = int(np.median(np.diff(steps))) if len(steps) > 1 else 1
+    first = int(steps[0])
+    trajectory = _trajectory(sim, samples, max(every, 1), int(steps[-1]) - first, first, True,
+                             f"viewer history: {len(samples)} frames from t = "
+                             f"{samples[0][1]:.4f} s to {samples[-1][1]:.4f} s")
+    trajectory.scene = scene.name
+    trajectory.scene_toml = tomli_w.dumps(scene.to_dict())
+    return trajectory
+
+
 def _explicit_scene(trajectory: Trajectory) -> Scene:
     """A scene drawing the trajectory's springs from its first frame (no pins, no contacts)."""
     return scene_from_dict({
@@ -160,4 +188,4 @@ def viewer_scene(args: argparse.Namespace) -> tuple[Scene, Trajectory | None]:
     return replay_scene(trajectory), trajectory
 
 
-__all__ = ["Replay", "open_trajectory", "replay_scene", "viewer_scene"]
+__all__ = ["Replay", "history_trajectory", "open_trajectory", "replay_scene", "viewer_scene"]

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..engine.simulation import Simulation, SimulationDiverged
 from .history import DEFAULT_HISTORY_MB, History, state_nbytes
-from .replay import Replay
+from ..io.outputs import OutputError
+from .replay import Replay, history_trajectory
 
 
 @dataclass(frozen=True)
@@ -331,6 +333,24 @@ class Timeline:
                 self.branch.series.truncate_after(c.sim.time)
                 self.branch.pending.clear()
             c.message = f"resumed from t = {c.sim.time:.3f} s; {dropped} later frames dropped"
+
+    def save_history(self) -> Path | None:
+        """Write the held frames (the main run's) as a trajectory ``.npz`` in the output
+        folder, which ``ropesim view --replay`` opens; returns its path (None on failure)."""
+        c = self.controller
+        if self.replay is not None:
+            c.message = "a replay is already a saved trajectory"
+            return None
+        entries = [(t, s.main if isinstance(s, BranchFrame) else s)
+                   for t, s in zip(self.history.times, self.history.states())]
+        path = c.capture.output_path(".npz")
+        try:
+            history_trajectory(entries, c.scene).save(path)
+        except (OutputError, OSError) as exc:
+            c.message = f"history not saved: {exc}"
+            return None
+        c.message = f"history saved: {path} ({len(entries)} frames; ropesim view --replay {path})"
+        return path
 
     # -- branches ---------------------------------------------------------------------------
     def branch_here(self) -> None:

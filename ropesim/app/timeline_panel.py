@@ -101,6 +101,8 @@ class TimelineSection:
                 imgui.same_line()
                 if imgui.button("Drop branch (N)"):
                     timeline.drop_branch()
+            if imgui.button("Save history (.npz)"):
+                timeline.save_history()
         self._gauge(c)
         if timeline.branch is not None:
             self._branch_plot(timeline.branch, width, c.sim.time)
