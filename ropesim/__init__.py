@@ -22,6 +22,7 @@ from .app.sweep import sweep
 from .engine.stability import StabilityGauge, stability_limit, stability_margin
 from .io.scenes import DEFAULT_SCENE, Scene, SceneError, load, scene_names
 from .engine.simulation import Simulation, SimulationDiverged
+from .engine.snapshot import SimState, history_nbytes
 from .engine.waves import WaveResult, wave_experiment
 
 from importlib.metadata import version as _version
@@ -37,6 +38,7 @@ __all__ = [
     "Scene", "SceneError", "load", "scene_names", "DEFAULT_SCENE",
     "record", "Trajectory", "load_trajectory", "render", "wave_experiment", "WaveResult",
     "sweep", "StabilityGauge", "stability_limit", "stability_margin",
+    "SimState", "history_nbytes",
 ]
 
 

@@ -24,6 +24,7 @@ from ..engine.integrators import INTEGRATORS
 from ..io.outputs import OutputError, check_output_path
 from ..engine.simulation import Simulation
 from ..io.scenes import DEFAULT_SCENE, Scene, SceneError, load
+from .history import DEFAULT_HISTORY_MB
 
 PROG = "ropesim"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -154,6 +155,15 @@ def scene_from_args(args: argparse.Namespace) -> Scene:
                       getattr(args, "substeps", None))
 
 
+def add_timeline_arguments(parser: argparse.ArgumentParser) -> None:
+    """The viewer's issue-15 flags: ``--replay RUN.npz`` and ``--history-mb MB``."""
+    parser.add_argument("--replay", metavar="RUN.npz",
+                        help="show a saved trajectory (`ropesim run SCENE --out run.npz`) with "
+                             "the timeline controls; nothing is simulated")
+    parser.add_argument("--history-mb", type=number(), default=DEFAULT_HISTORY_MB, metavar="MB",
+                        help=f"memory for rewinding (default {DEFAULT_HISTORY_MB:g} MB)")
+
+
 def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
     """``--max-steps N``: the most simulation steps a command may take (see :func:`check_steps`)."""
     parser.add_argument("--max-steps", type=number(int), default=MAX_STEPS, metavar="N",
@@ -198,6 +208,6 @@ __all__ = [
     "PROG", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED", "HEADLESS_HINT",
     "UsageError", "UsageParser", "error_line", "has_display", "number", "parse_assignment",
     "add_scene_arguments", "add_scene_command", "load_scene", "scene_from_args", "check_output",
-    "MAX_STEPS", "LONG_RUN_STEPS", "add_max_steps_argument", "check_steps", "help_hint",
+    "MAX_STEPS", "LONG_RUN_STEPS", "add_max_steps_argument", "add_timeline_arguments", "check_steps", "help_hint",
     "simulation_from_scene",
 ]

@@ -38,6 +38,9 @@ from .frame_clock import FrameClock
 from .hotkeys import DIGITS, hotkey_for
 from .layout import UiLayout, collapsed_by_width
 from .mouse import Mouse
+from .history import DEFAULT_HISTORY_MB
+from .replay import Replay
+from .timeline import Timeline
 from .parameters import LiveParameters, ParameterEditor, cloth_overrides, cloth_shape
 from .wave_tools import WaveTools
 from .wind_panel import WindControls
@@ -65,6 +68,11 @@ class EnergyHistory:
         self._data[:, self._count] = (t, kinetic, potential, kinetic + potential)
         self._count += 1
 
+    def truncate_after(self, t: float) -> None:
+        """Drop the samples later than sim time ``t`` (s): resuming from a rewound moment."""
+        while self._count and self._data[0, self._count - 1] > t:
+            self._count -= 1
+
     def __len__(self) -> int:
         return self._count
 
@@ -89,6 +97,8 @@ class ViewerController:
     output_dir : where screenshots and videos are written.
     camera : camera values (as from ``parse_camera_arg``) applied over the scene's hints.
     paused : start paused.
+    history_mb : memory budget of the rewind history, MB (see :mod:`ropesim.app.timeline`).
+    replay : a saved Trajectory to show instead of simulating (``--replay``), or None.
     """
 
     def __init__(
@@ -102,6 +112,8 @@ class ViewerController:
         output_dir: str | Path = ".",
         camera: dict[str, Any] | None = None,
         paused: bool = False,
+        history_mb: float = DEFAULT_HISTORY_MB,
+        replay: Any = None,
     ) -> None:
         self.clock = clock
         self.view_size = (max(int(view_size[0]), 1), max(int(view_size[1]), 1))
@@ -127,10 +139,13 @@ class ViewerController:
         self.waves = WaveTools()                   # issue 16: pluck, probes, probe plots
         self.edit = EditTool(self)                 # issue 13: cut strokes, undo
         self.wind = WindControls()                 # issue 13: K, the panel's Wind section
+        self.timeline = Timeline(self, history_mb)  # issue 15: rewind, branches, replay
         self._initial_camera = camera
         self.sim: Simulation | None = None
         self.load_scene(scene)
         self.paused = bool(paused)
+        if replay is not None:
+            self.timeline.open_replay(Replay(replay, self.sim))
 
     # -- scene ---------------------------------------------------------------------------
     def load_scene(self, scene: Scene, *, keep_live: bool = False) -> str:
@@ -164,6 +179,7 @@ class ViewerController:
         self.warm_up_pending = True
         self.energy.clear()
         self._record_energy()
+        self.timeline.attach()
         self.camera = OrbitCamera()
         self.reset_camera(use_hints=True)
         return saved
@@ -178,6 +194,7 @@ class ViewerController:
         self.frame_clock.clear()
         self.energy.clear()
         self._record_energy()
+        self.timeline.restart()
         self.message = "reset"
 
     def select_scene(self, number: int) -> None:
@@ -257,6 +274,8 @@ class ViewerController:
         if self.paused:
             self.frame_clock.clear()
             return self._run_steps(0)
+        if self.timeline.replaying:
+            return self.timeline.play(frame_time)
         if self.recorder is not None:
             steps = steps_per_frame(self.sim.dt, RECORD_FPS)
         else:
@@ -292,7 +311,7 @@ class ViewerController:
         """Run ``steps`` steps (none if <= 0) through the shared frame loop; a divergence
         pauses with a message that says how to recover. ``measure=False`` keeps their
         wall time out of the step cost."""
-        if steps <= 0:
+        if steps <= 0 or self.timeline.replaying:   # a replay simulates nothing
             self.frame_clock.steps_last_frame = 0
             return 0
         self.warm_up_pending = False
@@ -309,6 +328,7 @@ class ViewerController:
         self.frame_clock.count(result, self.sim.dt, measure=measure)
         self._record_energy()
         self.waves.sample(self.sim)
+        self.timeline.record()
         return result.steps
 
     def _record_energy(self) -> None:
@@ -332,6 +352,8 @@ class ViewerController:
         (its scale would otherwise stay at the blow-up's)."""
         self.paused = not self.paused
         self.frame_clock.clear()
+        if not self.paused:
+            self.timeline.resume()
         if not self.paused and self.error:
             self.error = None
             self.energy.clear()
@@ -341,6 +363,19 @@ class ViewerController:
         """Pause (if running) and advance exactly one step of dt."""
         self.paused = True
         self._run_steps(1)
+
+    # issue 15: the timeline's keys (ropesim.app.timeline does the work)
+    def step_back(self) -> None:
+        self.timeline.step_back()
+
+    def step_forward(self) -> None:
+        self.timeline.step_forward()
+
+    def branch_here(self) -> None:
+        self.timeline.branch_here()
+
+    def drop_branch(self) -> None:
+        self.timeline.drop_branch()
 
     def next_integrator(self) -> None:
         """Switch to the next integrator of INTEGRATORS, keeping the state."""

@@ -28,7 +28,8 @@ class Hotkey:
 DIGITS = tuple("123456789")
 HOTKEYS: tuple[Hotkey, ...] = (
     Hotkey(("space",), "Space", "toggle_pause", "pause / resume"),
-    Hotkey(("right", "period"), "Right or .", "single_step", "one step while paused"),
+    Hotkey(("right", "period"), "Right or .", "step_forward",
+           "forward through the history while paused (one step at its end)"),
     Hotkey(("r", "backspace"), "R or Backspace", "reset", "reset the scene"),
     Hotkey(("i",), "I", "next_integrator", "next integrator (live, no reset)"),
     Hotkey(("w",), "W", "cycle_render_mode", "draw surface / +springs / springs+particles"),
@@ -65,10 +66,18 @@ MOUSE_HELP: tuple[tuple[str, str], ...] = (
     ("Alt+drag particle", "to another particle: a spring at their distance"),
     ("Shift+drag a rectangle", "pin the particles inside (all pinned: unpin)"),
 )
-_KEY_TO_HOTKEY = {name: hotkey for hotkey in HOTKEYS + EDIT_HOTKEYS for name in hotkey.keys}
+#: issue 15's timeline keys (ropesim.app.timeline)
+TIMELINE_HOTKEYS: tuple[Hotkey, ...] = (
+    Hotkey(("left", "comma"), "Left or ,", "step_back", "back one frame (pauses)"),
+    Hotkey(("b",), "B", "branch_here", "branch here: the original run goes on as a ghost"),
+    Hotkey(("n",), "N", "drop_branch", "drop the branch (the ghost)"),
+)
+_KEY_TO_HOTKEY = {name: hotkey for hotkey in HOTKEYS + EDIT_HOTKEYS + TIMELINE_HOTKEYS
+                  for name in hotkey.keys}
 
 _NAMED_KEYS = {
     "SPACE": "space", "RIGHT": "right", "PERIOD": "period", "BACKSPACE": "backspace",
+    "LEFT": "left", "COMMA": "comma",
     "EQUAL": "equal", "MINUS": "minus", "ESCAPE": "escape", "F1": "f1", "F11": "f11",
     "DELETE": "delete",
 }
@@ -106,5 +115,6 @@ def key_names(keys: Any) -> dict[Any, str]:
     return table
 
 
-__all__ = ["DIGITS", "EDIT_HOTKEYS", "HOTKEYS", "chord_name", "Hotkey", "LEFT", "MIDDLE", "MOUSE_HELP", "RIGHT", "hotkey_for",
+__all__ = ["DIGITS", "EDIT_HOTKEYS", "HOTKEYS", "TIMELINE_HOTKEYS", "chord_name", "Hotkey", "LEFT",
+           "MIDDLE", "MOUSE_HELP", "RIGHT", "hotkey_for",
            "key_names"]

@@ -28,10 +28,11 @@ from ..render.camera import OrbitCamera
 from ..render.renderer import WIREFRAME_MODES, RenderOptions, strain_color_stops
 from .frame_clock import TIME_SCALES, FrameClock
 from .edit_tool import EditTool
-from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP
+from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP, TIMELINE_HOTKEYS
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
 from .solver_panel import draw_solver_section, solver_section_shown
+from .timeline_panel import EnergyBudgetPlot, TimelineSection
 from .wave_tools import WaveTools
 from .wind_panel import WindControls
 
@@ -71,6 +72,7 @@ class PanelSource(Protocol):
     gravity_on: bool
     is_cloth: bool
     waves: WaveTools                 # pluck strength, probes, arrival times
+    timeline: Any                    # issue 15: a Timeline (history, branch, replay)
     camera: OrbitCamera              # (the probe rings' positions on screen)
     view_size: tuple[int, int]
     edit: EditTool                   # issue 13: the tool selector, cuts and their undo
@@ -108,6 +110,8 @@ class Panel:
         self._cloth_edit: tuple[int, int, int | None] | None = None
         self._scene_of_edit: Any = None
         self._collapsed_by_width: bool | None = None   # the width rule last applied
+        self.timeline = TimelineSection()               # issue 15
+        self.timeline_budget = EnergyBudgetPlot()
         #: screen rectangles (min, max) of the last frame's sliders, by label (tests)
         self.item_rects: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
 
@@ -149,12 +153,15 @@ class Panel:
             if solver_section_shown(c.sim) and imgui.collapsing_header(  # issue 14
                     "Solver", imgui.TreeNodeFlags_.default_open):
                 draw_solver_section(imgui, c.sim)
+            if imgui.collapsing_header("Timeline", imgui.TreeNodeFlags_.default_open):
+                self.timeline.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)   # issue 15
             if imgui.collapsing_header("Parameters", imgui.TreeNodeFlags_.default_open):
                 self._parameters()
             if self.controller.is_cloth and imgui.collapsing_header("Cloth (restart)"):
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):
                 self._energy()
+                self.timeline_budget.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)  # issue 15
             if imgui.collapsing_header("Waves", imgui.TreeNodeFlags_.default_open):
                 self.controller.waves.draw_panel_section(imgui, implot, PANEL_WIDTH - 2 * MARGIN)
             if imgui.collapsing_header("Tools and wind", imgui.TreeNodeFlags_.default_open):
@@ -362,8 +369,8 @@ class Panel:
                 imgui.table_setup_column("key", imgui.TableColumnFlags_.width_fixed,
                                          HELP_KEY_COLUMN)
                 imgui.table_setup_column("action", imgui.TableColumnFlags_.width_stretch)
-                for label, text in ([(h.label, h.help) for h in HOTKEYS + EDIT_HOTKEYS]
-                                    + list(MOUSE_HELP)):
+                keys = HOTKEYS + EDIT_HOTKEYS + TIMELINE_HOTKEYS
+                for label, text in [(h.label, h.help) for h in keys] + list(MOUSE_HELP):
                     imgui.table_next_row()
                     imgui.table_next_column()
                     imgui.text_colored(YELLOW, label)

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 import moderngl_window
 
 from ..render.camera import parse_camera_arg
-from .arguments import HEADLESS_HINT, PROG, UsageError, UsageParser, has_display, scene_from_args
+from .arguments import HEADLESS_HINT, PROG, UsageError, UsageParser, has_display
+from .replay import viewer_scene
 from .window import RopesimWindow, add_viewer_arguments
 
 class ViewerError(RuntimeError):
@@ -69,7 +70,7 @@ def create_viewer(argv: Sequence[str]) -> RopesimWindow:
     argv = list(argv)
     try:
         args = build_parser().parse_args(argv)
-        scene_from_args(args)
+        viewer_scene(args)
         if args.camera:
             parse_camera_arg(args.camera)
     except (UsageError, ValueError) as exc:

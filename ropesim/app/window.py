@@ -22,13 +22,14 @@ from ..render.camera import parse_camera_arg
 from ..render.offscreen import OffscreenTarget, clamp_samples
 from ..render.overlay import Overlay
 from ..render.renderer import Renderer
-from .arguments import add_scene_arguments, number, scene_from_args
+from .arguments import add_scene_arguments, add_timeline_arguments, number
 from .capture import RECORD_SIZE
 from .controller import ViewerController
 from .hotkeys import chord_name, key_names
 from .imgui_backend import ImguiRenderer
 from .mouse import PICK_RADIUS_PX
 from .panel import Panel
+from .replay import viewer_scene
 
 
 SCENE_SAMPLES = 4   # MSAA samples of the scene by default
@@ -58,6 +59,7 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--paused", action="store_true", help="start paused")
     parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
     parser.add_argument("--output-dir", default=".", help="folder for screenshots and videos")
+    add_timeline_arguments(parser)   # issue 15: --replay, --history-mb
 
 
 class RopesimWindow(moderngl_window.WindowConfig):
@@ -97,10 +99,11 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.key_names = key_names(self.wnd.keys)
         camera = parse_camera_arg(args.camera) if args.camera else None
         (w, _), (bw, _) = self.wnd.size, self.wnd.buffer_size
+        scene, trajectory = viewer_scene(args)
         self.controller = ViewerController(
-            scene_from_args(args), self.wnd.buffer_size, ui_scale=bw / max(w, 1),
+            scene, self.wnd.buffer_size, ui_scale=bw / max(w, 1),
             camera=camera, paused=args.paused, output_dir=args.output_dir,
-            frame_source=self.capture_frame,
+            frame_source=self.capture_frame, history_mb=args.history_mb, replay=trajectory,
         )
         self.controller.show_ui = not args.no_panel
         if args.substeps is not None:   # validated with the scene (1..MAX_SUBSTEPS)

@@ -63,7 +63,7 @@ from .model import (
     spring_coefficients,
 )
 from .state import Changed, Model, Params, State, kinetic_energy
-from . import tearing
+from . import energy_budget, snapshot, tearing
 from .topology import Topology, TopologyEditing
 
 #: most steps one ``step(n)`` call takes (call again to go on)
@@ -237,6 +237,7 @@ class Simulation(TopologyEditing):
         self._topology = Topology(system)  # live spring edits (topology.py)
         self._max_stretch: float | None = None
         self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
+        self._ledger: energy_budget.EnergyLedger | None = None  # track_energy off
 
         self.dt = dt
         self.gravity = gravity
@@ -631,6 +632,8 @@ class Simulation(TopologyEditing):
             if self._grabbed is not None:
                 self._health.start_grab(self._x, self._v, self._grabbed)
             self._rebase_due = False
+        if self._ledger is not None:  # the energy budget: changes since the last step
+            self._ledger.between_steps(self)
         for _ in range(count):
             max_speed_sq = self._advance()
             if not max_speed_sq <= self._max_speed_sq:
@@ -680,13 +683,22 @@ class Simulation(TopologyEditing):
         dt = self._dt
         if self._contacts:  # the swept colliders need the positions before the step
             self._contact_set.remember(self._x)
+        ledger = self._ledger  # the energy budget's stages (energy_budget.py), if tracked
+        if ledger is not None:
+            ledger.begin(self)
         max_speed_sq = self._integrator.step(self._state, dt)
         if self._grabbed is not None:
             self._move_grabbed(dt)
+        if ledger is not None:
+            ledger.after_motion(self)
         self._tear_and_limit(dt)
+        if ledger is not None:
+            ledger.after_tearing(self)
         if self._contacts:
             self._contact_set.project(self._x, self._v, self._fixed, self._state.time, dt,
                                       self.planar)
+        if ledger is not None:
+            ledger.end(self)
         self._state.step_count += 1
         self._state.time += dt
         return max_speed_sq
@@ -742,6 +754,39 @@ class Simulation(TopologyEditing):
         self._ring.save(self._x, self._v, 0.0, 0)
         self._summarised = False
         self._rebase_due = True
+        if self._ledger is not None:  # the energy budget starts again
+            self._ledger = energy_budget.EnergyLedger(self)
+
+    # --- snapshots (engine/snapshot.py) -------------------------------------------------------
+    def get_state(self) -> snapshot.SimState:
+        """Everything that determines the future, copied (a read-only SimState; its
+        ``nbytes`` is its size in bytes): ``set_state`` goes back to it bit-exactly."""
+        self._last_state = snapshot.capture(self, getattr(self, "_last_state", None))
+        return self._last_state
+
+    def set_state(self, state: snapshot.SimState) -> None:
+        """Restore a get_state() of this simulation (or of one with the same particle and
+        spring counts and dtype: else ValueError naming the field)."""
+        snapshot.restore(self, state)
+
+    # --- energy budget (engine/energy_budget.py) -------------------------------------------
+    @property
+    def track_energy(self) -> bool:
+        """Whether the energy budget is kept (off by default: it costs about a step per
+        step). Setting True starts it from the current state; False drops it."""
+        return self._ledger is not None
+
+    @track_energy.setter
+    def track_energy(self, on: bool) -> None:
+        self._ledger = energy_budget.ledger_for(self, on)
+
+    def energy_budget(self) -> energy_budget.EnergyBudget:
+        """Where the energy went since tracking began (J): energies, losses, inputs and
+        their balance (energy_budget.EnergyBudget). Needs ``track_energy = True``."""
+        if self._ledger is None:
+            raise ValueError("energy_budget: track_energy is False; allowed: set "
+                             "sim.track_energy = True first (the budget counts from then)")
+        return self._ledger.budget(self)
 
     # --- interaction ---------------------------------------------------------------------------
     def _check_index(self, i: int) -> int:

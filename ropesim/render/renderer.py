@@ -44,6 +44,7 @@ import numpy as np
 from ..engine.tearing import intact_triangles, triangle_edge_springs
 from ..io.paths import shader_dir
 from .colliders import ColliderDrawing
+from .ghost import GhostLayer
 from .offscreen import FrameGrabber, clamp_samples
 from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowMap, fit_light
 from .strain import vertex_strain
@@ -136,6 +137,8 @@ class RenderOptions:
     spring_width_px : spring line width in framebuffer pixels.
     particle_min_px : smallest particle sprite diameter in pixels.
     background : sRGB clear colour.
+    ghost : (n, 3) positions (m) of a second run of the same system drawn translucent
+        over the scene (a what-if branch's original run, :mod:`ropesim.render.ghost`), or None.
     """
 
     mode: str = "surface"
@@ -149,6 +152,7 @@ class RenderOptions:
     spring_width_px: float = 2.0
     particle_min_px: float = 3.0
     background: Color = (0.12, 0.13, 0.16)
+    ghost: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -415,6 +419,8 @@ class Renderer:
     without a broken spring along an edge); per draw: ``lod_stride`` (rows and columns
     per drawn cloth cell) and ``shadow_stride`` (the same for the shadow).
     """
+
+    _ghost: GhostLayer | None = None   # drawn when RenderOptions.ghost is set (issue 15)
 
     def __init__(self, ctx: moderngl.Context, sim: Any, *,
                  particle_radius: float | None = None,
@@ -874,6 +880,11 @@ class Renderer:
             self._draw_grid(frame.ground, opts.background)
         if opts.show_axes:
             self._draw_axes(opts.spring_width_px + 1.0)
+        if opts.ghost is not None:   # issue 15: a branch's original run, translucent
+            if self._ghost is None or not self._ghost.draws(self.sim.system):
+                self._ghost = GhostLayer(ctx, self.sim.system)   # freed with the scene
+                self._scene.append(self._ghost)
+            self._ghost.draw(opts.ghost, frame.view_proj)
         if opts.shadows:
             self.shadow_map.unbind(_UNIT_SHADOW_COMPARE)
         ctx.disable(moderngl.BLEND)

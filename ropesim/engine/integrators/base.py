@@ -19,7 +19,7 @@ when they run, so a registered integrator appears in all of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -51,7 +51,8 @@ class Integrator:
 
     The integrator owns its scratch arrays and its :class:`SolverStats`; the Simulation
     calls ``notify_model_changed(flags)`` (state.Changed) after every parameter edit, so
-    nothing is compared per step.
+    nothing is compared per step. ``save_warm()`` / ``load_warm(warm)`` hand the scratch
+    that one step leaves for the next (and the settings) to snapshots (engine/snapshot.py).
 
     Class attributes: ``name`` (the registry key), ``description`` (one line, for menus),
     ``unconditionally_stable`` (stable at any dt: no dt warning or divergence advice) and
@@ -78,6 +79,18 @@ class Integrator:
 
     def finish(self) -> None:
         """Wait for work this integrator left running (none by default)."""
+
+    def save_warm(self) -> dict[str, Any]:
+        """What this integrator carries from one step to the next and what its settings
+        are, as a dict of arrays and scalars (Simulation.get_state copies it into the
+        snapshot). Default: nothing carried (every step starts from the state alone).
+        Override it, with :meth:`load_warm`, when a step reads scratch an earlier step
+        wrote (e.g. the last step's velocities) or the integrator has settings."""
+        return {}
+
+    def load_warm(self, warm: Mapping[str, Any]) -> None:
+        """Restore what :meth:`save_warm` returned (writable copies: keep them or copy
+        from them). Default: nothing to restore."""
 
     def external_forces(self, state: State) -> tuple[np.ndarray, bool]:
         """The attached forces at ``state`` as (f (n, 3) N, True), or (an empty array,

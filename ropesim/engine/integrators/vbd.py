@@ -311,3 +311,18 @@ class VBD(Integrator):
         stats.residual = math.sqrt(force_sq / scale) if scale > 0.0 else math.sqrt(force_sq)
         stats.converged = math.isfinite(stats.residual)
         return float(vbd_end(state.x, state.v, self._x_t, p.fixed, dt, model.damp_factor(dt)))
+
+    # --- snapshots (engine/snapshot.py) ---------------------------------------------------
+    def save_warm(self) -> dict:
+        """The settings, the last step's start velocities and its step number (the
+        "adaptive" guess reads them when the next step follows on directly)."""
+        return {"iterations": self._iterations, "initialisation": self.initialisation,
+                "chebyshev_rho": self._rho, "v_start": self._v_start,
+                "last_step": self._last_step}
+
+    def load_warm(self, warm: dict) -> None:
+        self.iterations = warm["iterations"]
+        self.initialisation = warm["initialisation"]
+        self.chebyshev_rho = warm["chebyshev_rho"]
+        self._v_start[:] = warm["v_start"]
+        self._last_step = warm["last_step"]

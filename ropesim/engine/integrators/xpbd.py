@@ -239,3 +239,14 @@ class XPBD(Integrator):
             p.stiffness, p.damping, p.inv_mass, p.fixed, self._lambda, h, compliance))
         stats.converged = math.isfinite(stats.residual)
         return float(result)
+
+    # --- snapshots (engine/snapshot.py) ---------------------------------------------------
+    def save_warm(self) -> dict:
+        """The settings (every substep starts from the state: nothing else carries)."""
+        return {"substeps": self._substeps, "iterations": self._iterations,
+                "compliance": self._compliance}
+
+    def load_warm(self, warm: dict) -> None:
+        self.substeps = warm["substeps"]
+        self.iterations = warm["iterations"]
+        self.compliance = warm["compliance"]
