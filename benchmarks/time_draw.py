@@ -11,8 +11,9 @@ Xvfb it starts), 1280 x 720 px with its panel, the default scene's cloth resized
 with ``--set cloth.nx=N cloth.ny=N``, running (not paused) in every draw mode. A
 frame is the window's whole frame: the simulation's steps within the frame
 clock's budget, the upload, the draw (4x MSAA, shadows), the panel and the
-buffer swap; the figures are the median wall-clock ms per frame (and fps) and
-the real-time factor the title shows. Each cloth size runs in a fresh process.
+buffer swap; the figures are the median wall-clock ms per frame (and fps), the
+real-time factor the title shows and the scene's MSAA samples at the end (the window
+switches them off while frames miss 30 fps). Each cloth size runs in a fresh process.
 
 The cloth lies in the x-z plane (1.15 m square, like the default scene's), bent
 into waves so its normals vary, above a ground at y = -1.5 m, framed by the
@@ -103,8 +104,10 @@ def window_frames(n: int, modes: list[str], frames: int, size: str) -> list[dict
         wnd.swap_buffers()
         last = now
 
-    for _ in range(5):                # kernels compiled, cost measured, clock settled
-        frame()
+    from ropesim.app import frame_clock
+
+    for _ in range(getattr(frame_clock, "GOVERNOR_FRAMES", 0) + 5):   # kernels compiled, cost measured, clock and
+        frame()                            # the MSAA governor settled
     for mode in modes:
         controller.options.mode = mode
         for _ in range(5):
@@ -121,7 +124,8 @@ def window_frames(n: int, modes: list[str], frames: int, size: str) -> list[dict
         rows.append({"n": n, "mode": mode, "frame_ms": ms, "cpu_ms": 1e3 * statistics.median(cpu),
                      "physics_ms": statistics.median(physics),
                      "fps": 1e3 / ms, "real_time_factor": controller.frame_clock.real_time_factor,
-                     "lod_stride": app.renderer.lod_stride})
+                     "lod_stride": app.renderer.lod_stride,
+                     "samples": getattr(app, "scene_samples", None)})
     wnd.close()
     return rows
 
@@ -163,7 +167,7 @@ def main_window(args: argparse.Namespace, modes: list[str]) -> int:
             rows += found
             print(f"{f'{n}x{n}':>9} " + " ".join(
                 f"{r['frame_ms']:>6.1f} ({r['cpu_ms']:>5.1f}) {r['physics_ms']:>5.1f} "
-                f"{r['fps']:>4.1f} fps {r['real_time_factor']:>4.2f}x"
+                f"{r['fps']:>4.1f} fps {r['real_time_factor']:>4.2f}x {r['samples']}S"
                 for r in found), flush=True)
     finally:
         if xvfb is not None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ropesim.app.frame_clock import (BUDGET_FRACTION, MAX_FRAME_TIME, MIN_BUDGET_FRACTION, MIN_FPS,
-                                     FrameClock)
+from ropesim.app.frame_clock import (BUDGET_FRACTION, GOVERNOR_FRAMES, MAX_FRAME_TIME,
+                                     MIN_BUDGET_FRACTION, MIN_FPS, MSAA_HEADROOM, FrameClock,
+                                     SampleGovernor)
 from ropesim.render.frame_loop import FrameAdvance
 
 DT = 0.001   # s
@@ -160,3 +161,19 @@ def test_time_scale_slows_the_simulated_time():
 def test_budget_fraction_must_leave_time_to_draw():
     with pytest.raises(ValueError, match="budget_fraction"):
         FrameClock(budget_fraction=1.0)
+
+
+def test_msaa_goes_off_after_a_run_of_frames_over_the_budget_and_back_with_headroom():
+    """The window's scene MSAA: 4 samples while draws fit 1 / MIN_FPS; a run of
+    GOVERNOR_FRAMES slower draws switches them off (one slow frame does not); draws
+    without MSAA that leave room for its cost switch them on again; in between they stay."""
+    governor = SampleGovernor(4)
+    slow, middle, fast = 1.5 / MIN_FPS, 0.7 / MIN_FPS, 0.5 * MSAA_HEADROOM / MIN_FPS
+    assert governor.update(slow) == 4                       # one slow frame: kept
+    assert governor.update(fast) == 4
+    assert [governor.update(slow) for _ in range(GOVERNOR_FRAMES)][-2:] == [4, 0]
+    assert all(governor.update(middle) == 0 for _ in range(3 * GOVERNOR_FRAMES))  # no flapping
+    assert [governor.update(fast) for _ in range(GOVERNOR_FRAMES)][-2:] == [0, 4]
+    assert all(governor.update(middle) == 4 for _ in range(3 * GOVERNOR_FRAMES))
+    off = SampleGovernor(0)                                  # --samples 0 / unsupported
+    assert all(off.update(fast) == 0 for _ in range(2 * GOVERNOR_FRAMES))

@@ -37,6 +37,8 @@ FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged ove
 BUDGET_FRACTION = 0.5        # share of each frame's real duration the physics may use
 MIN_FPS = 30.0               # frames per s the budget keeps while the physics is capped
 MIN_BUDGET_FRACTION = 0.15   # share of the frame the physics keeps even below MIN_FPS
+GOVERNOR_FRAMES = 30         # frames in a row that switch the scene's MSAA off or on
+MSAA_HEADROOM = 0.45         # MSAA back on when a draw without it takes under this of 1/MIN_FPS
 STEP_COST_FRAMES = 15        # frames whose ms per step the budget's median is taken over
 TIME_SCALES = (1 / 64, 4.0)  # slowest and fastest slow-motion factor (1: real time)
 
@@ -183,10 +185,46 @@ class FrameClock:
                 self._step_costs.append(advance.ms_per_step)
 
     @property
+    def last_physics_s(self) -> float:
+        """Wall time of the last frame's steps, s (0 after a pause or clear)."""
+        return self._last_physics_s
+
+    @property
     def frame_interval(self) -> float:
         """Mean recent frame time, s (1/60 before the first frames)."""
         return 1.0 / self.fps if self.fps > 0 else 1.0 / 60.0
 
 
-__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "MAX_FRAME_TIME", "MIN_BUDGET_FRACTION",
-           "MIN_FPS", "STEP_COST_FRAMES", "TIME_SCALES"]
+class SampleGovernor:
+    """MSAA samples of the window's scene by the frame budget: ``max_samples`` while
+    the draw (a frame less its physics, s) fits a 1 / MIN_FPS frame; 0 after
+    ``GOVERNOR_FRAMES`` frames in a row that missed it; ``max_samples`` again after as
+    many frames without MSAA that drew in under ``MSAA_HEADROOM`` of a 1 / MIN_FPS frame
+    (multisampling costs a software rasteriser about as much again). The streaks keep
+    one slow frame from switching, and the gap between the two limits keeps the
+    samples from flapping."""
+
+    def __init__(self, max_samples: int) -> None:
+        if max_samples < 0:
+            raise ValueError(f"max_samples: must be >= 0, got {max_samples}")
+        self.max_samples = int(max_samples)
+        self.samples = self.max_samples
+        self._streak = 0
+
+    def update(self, draw_s: float) -> int:
+        """Count one frame whose draw took ``draw_s`` s; returns the samples for the next."""
+        budget_s = 1.0 / MIN_FPS
+        if self.samples:
+            wants_change = draw_s > budget_s
+        else:
+            wants_change = draw_s < MSAA_HEADROOM * budget_s
+        self._streak = self._streak + 1 if wants_change and self.max_samples else 0
+        if self._streak >= GOVERNOR_FRAMES:
+            self.samples = 0 if self.samples else self.max_samples
+            self._streak = 0
+        return self.samples
+
+
+__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "GOVERNOR_FRAMES", "MAX_FRAME_TIME",
+           "MIN_BUDGET_FRACTION", "MIN_FPS", "MSAA_HEADROOM", "STEP_COST_FRAMES",
+           "SampleGovernor", "TIME_SCALES"]

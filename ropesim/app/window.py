@@ -25,6 +25,7 @@ from ..render.renderer import Renderer
 from .arguments import add_scene_arguments, add_timeline_arguments, number
 from .capture import RECORD_SIZE
 from .controller import ViewerController
+from .frame_clock import SampleGovernor
 from .hotkeys import chord_name, key_names
 from .imgui_backend import ImguiRenderer
 from .mouse import PICK_RADIUS_PX
@@ -42,13 +43,16 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     moderngl-window's ``--samples`` is taken over: it sets the MSAA samples of the
     scene (``scene_samples``), which is drawn into a multisampled target of its own and
     resolved into the window, whose framebuffer then has no samples (the panel is drawn
-    there, so its blending costs a software rasteriser one sample a pixel, not four)."""
+    there, so its blending costs a software rasteriser one sample a pixel, not four).
+    Without ``--samples`` the scene has SCENE_SAMPLES while the frame budget allows them
+    (:class:`~ropesim.app.frame_clock.SampleGovernor`); with it, exactly that many."""
     for action in parser._actions:
         if "--samples" in action.option_strings:
             action.dest = "scene_samples"
-            action.help = (f"MSAA samples of the scene (default {SCENE_SAMPLES}; 0: off, "
-                           "where multisampling is unsupported)")
-    parser.set_defaults(samples=0, scene_samples=SCENE_SAMPLES)
+            action.help = (f"MSAA samples of the scene, fixed (default: {SCENE_SAMPLES} while "
+                           "frames keep 30 fps, else none; 0: off, where multisampling is "
+                           "unsupported)")
+    parser.set_defaults(samples=0, scene_samples=None)
     add_scene_arguments(parser, optional_scene=True)
     parser.add_argument("--substeps", type=number(int),
                         help="at most N steps per frame (slow motion when N * dt is shorter "
@@ -114,7 +118,11 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.imgui = ImguiRenderer(self.wnd)
         self.panel = Panel(self.controller)
         self._title = ""
-        self.scene_samples = clamp_samples(self.ctx, int(args.scene_samples))
+        fixed = args.scene_samples is not None
+        self.scene_samples = clamp_samples(self.ctx, int(args.scene_samples) if fixed
+                                           else SCENE_SAMPLES)
+        # the samples follow the frame budget unless --samples fixed them
+        self.sample_governor = None if fixed else SampleGovernor(self.scene_samples)
         self._scene_target: OffscreenTarget | None = None
         self._cursor: tuple[float, float] | None = None  # last cursor, framebuffer px
         self._fullscreen = bool(self.wnd.fullscreen)
@@ -209,6 +217,10 @@ class RopesimWindow(moderngl_window.WindowConfig):
             self._sync_renderer()
             self._warm_up(frame_time)
             return   # this frame is drawn; the next one's time (the compile) is skipped
+        if self.sample_governor is not None:
+            # the previous frame's draw: its duration less its physics
+            draw_s = frame_time - c.frame_clock.last_physics_s
+            self.scene_samples = self.sample_governor.update(draw_s)
         c.advance(frame_time)
         self._sync_renderer()
         self._hover_at_cursor()
