@@ -1,0 +1,192 @@
+"""Self-collision: the contact response and the object a Simulation keeps.
+
+After the integrator's step (and the grab, tearing and strain limit; before the
+ground and spheres), every candidate pair of the neighbour list (neighbours.py) whose
+primitives are closer than ``thickness`` (m) is projected apart, in ``ITERATIONS``
+Gauss-Seidel passes over the pairs:
+
+* position: the closest points p (at s on segment a0-a1) and q (at t on b0-b1) move
+  apart along n = (p - q) / |p - q| until |p - q| = thickness; the correction is split
+  to the four ends by their barycentric weights (1 - s, s, 1 - t, t) and inverse
+  masses, so sum(m dx) = 0 (a pinned or grabbed particle has inverse mass 0);
+* velocity: the same weights carry an impulse that removes the approaching part of
+  the relative normal velocity at the contact (an inelastic contact, like the ground)
+  and takes up to ``friction`` times that normal impulse off the relative tangential
+  velocity (Coulomb); equal and opposite, so a free system's momentum is conserved to
+  round-off.
+
+Default thickness (DEFAULT_THICKNESS_FACTOR = 0.8 of the particle spacing: the median
+over particles of the rest length of their shortest spring): above h / sqrt(2), so a
+particle cannot pass between the four corners of an undistorted square cell of another
+layer (its centre is h / sqrt(2) from them); below h, so the layers of a pile stay thin;
+and with the rest-shape exclusion of 2 x thickness = 1.6 h the diagonal neighbours of a
+cloth without shear springs (1.41 h) never repel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from ..model import SpringSystem, check_fits_dtype, check_number, show
+from .geometry import closest_params, gap
+from .neighbours import NeighbourList
+from .primitives import build_primitives
+
+#: Gauss-Seidel passes over the contact pairs per step
+ITERATIONS = 4
+#: default thickness in particle spacings (see the module docstring)
+DEFAULT_THICKNESS_FACTOR = 0.8
+#: default thickness (m) of a system without springs, in bounding-box diagonals
+NO_SPRING_THICKNESS = 0.01
+#: default Coulomb friction between layers, and the largest accepted
+DEFAULT_FRICTION = 0.3
+MAX_FRICTION = 10.0
+
+
+def default_thickness(system: SpringSystem) -> float:
+    """DEFAULT_THICKNESS_FACTOR x the median over particles of their shortest spring's
+    rest length (m); NO_SPRING_THICKNESS x the bounding-box diagonal without springs."""
+    rest = np.asarray(system.rest_lengths, dtype=np.float64)
+    springs = np.asarray(system.springs)
+    shortest = np.full(system.n_particles, np.inf)
+    np.minimum.at(shortest, springs[:, 0], rest)
+    np.minimum.at(shortest, springs[:, 1], rest)
+    shortest = shortest[np.isfinite(shortest) & (shortest > 0)]
+    if shortest.size:
+        return DEFAULT_THICKNESS_FACTOR * float(np.median(shortest))
+    extent = float(np.linalg.norm(np.ptp(system.positions3(), axis=0)))
+    return NO_SPRING_THICKNESS * max(extent, 1.0)
+
+
+@njit(cache=True)
+def resolve_pairs(x, v, inv_mass, fixed, prim_a, prim_b, slots, counts, thickness,
+                  friction, iterations):
+    """Project penetrating candidate pairs apart (module docstring); returns how many
+    pair projections ran (a pair counts once per pass it was found penetrating)."""
+    touching = 0
+    for _ in range(iterations):
+        moved = 0
+        for p in range(prim_a.shape[0]):
+            a0, a1 = prim_a[p], prim_b[p]
+            for slot in range(counts[p]):
+                q = slots[p, slot]
+                b0, b1 = prim_a[q], prim_b[q]
+                s, t = closest_params(x, a0, a1, b0, b1)
+                gx, gy, gz = gap(x, a0, a1, b0, b1, s, t)
+                dist_sq = gx * gx + gy * gy + gz * gz
+                if dist_sq >= thickness * thickness:
+                    continue
+                dist = dist_sq ** 0.5
+                if dist > 1e-12 * thickness:
+                    nx, ny, nz = gx / dist, gy / dist, gz / dist
+                else:  # on top of each other: push along y
+                    nx, ny, nz = 0.0, 1.0, 0.0
+                # barycentric weights (a point is a0 = a1 with s = 0) times inverse masses
+                wa0 = 0.0 if fixed[a0] else (1.0 - s) * inv_mass[a0]
+                wa1 = 0.0 if fixed[a1] or a1 == a0 else s * inv_mass[a1]
+                wb0 = 0.0 if fixed[b0] else (1.0 - t) * inv_mass[b0]
+                wb1 = 0.0 if fixed[b1] or b1 == b0 else t * inv_mass[b1]
+                total = (wa0 * (1.0 - s) + wa1 * s + wb0 * (1.0 - t) + wb1 * t)
+                if total <= 0.0:
+                    continue
+                lam = (thickness - dist) / total
+                x[a0, 0] += wa0 * lam * nx
+                x[a0, 1] += wa0 * lam * ny
+                x[a0, 2] += wa0 * lam * nz
+                x[a1, 0] += wa1 * lam * nx
+                x[a1, 1] += wa1 * lam * ny
+                x[a1, 2] += wa1 * lam * nz
+                x[b0, 0] -= wb0 * lam * nx
+                x[b0, 1] -= wb0 * lam * ny
+                x[b0, 2] -= wb0 * lam * nz
+                x[b1, 0] -= wb1 * lam * nx
+                x[b1, 1] -= wb1 * lam * ny
+                x[b1, 2] -= wb1 * lam * nz
+                moved += 1
+                # relative velocity of the contact points
+                rx = ((1.0 - s) * v[a0, 0] + s * v[a1, 0]) - ((1.0 - t) * v[b0, 0] + t * v[b1, 0])
+                ry = ((1.0 - s) * v[a0, 1] + s * v[a1, 1]) - ((1.0 - t) * v[b0, 1] + t * v[b1, 1])
+                rz = ((1.0 - s) * v[a0, 2] + s * v[a1, 2]) - ((1.0 - t) * v[b0, 2] + t * v[b1, 2])
+                vn = rx * nx + ry * ny + rz * nz
+                if vn >= 0.0:
+                    continue
+                jn = -vn / total  # normal impulse per unit of the weights (kg m/s)
+                tx, ty, tz = rx - vn * nx, ry - vn * ny, rz - vn * nz
+                vt = (tx * tx + ty * ty + tz * tz) ** 0.5
+                jx, jy, jz = jn * nx, jn * ny, jn * nz
+                if vt > 0.0:
+                    jt = min(vt / total, friction * jn) / vt
+                    jx -= jt * tx
+                    jy -= jt * ty
+                    jz -= jt * tz
+                v[a0, 0] += wa0 * jx
+                v[a0, 1] += wa0 * jy
+                v[a0, 2] += wa0 * jz
+                v[a1, 0] += wa1 * jx
+                v[a1, 1] += wa1 * jy
+                v[a1, 2] += wa1 * jz
+                v[b0, 0] -= wb0 * jx
+                v[b0, 1] -= wb0 * jy
+                v[b0, 2] -= wb0 * jz
+                v[b1, 0] -= wb1 * jx
+                v[b1, 1] -= wb1 * jy
+                v[b1, 2] -= wb1 * jz
+        touching += moved
+        if moved == 0:
+            break
+    return touching
+
+
+def check_thickness(value: Any, dtype: Any) -> float:
+    """A thickness: a finite number > 0 m that fits the dtype."""
+    thickness = check_number(value, "thickness", "m", minimum=0.0, strict=True)
+    check_fits_dtype(thickness, dtype, "thickness", "m")
+    return thickness
+
+
+def check_friction(value: Any) -> float:
+    """A Coulomb friction coefficient in 0..MAX_FRICTION."""
+    return check_number(value, "self_friction", "", minimum=0.0, maximum=MAX_FRICTION)
+
+
+def check_switch(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {show(value)}")
+    return bool(value)
+
+
+class SelfCollision:
+    """Self-collision settings and scratch of one simulation: ``enabled``,
+    ``thickness`` (m), ``friction``; the primitives and neighbour list are made on
+    first use."""
+
+    def __init__(self, system: SpringSystem, dtype: Any, enabled: bool = False,
+                 thickness: float | None = None, friction: float = DEFAULT_FRICTION):
+        self.system = system
+        self.dtype = np.dtype(dtype)
+        self.enabled = check_switch(enabled, "self_collision")
+        self.thickness = (default_thickness(system) if thickness is None
+                          else check_thickness(thickness, self.dtype))
+        self.friction = check_friction(friction)
+        self._neighbours: NeighbourList | None = None
+        self.touching = 0  # pair projections of the last step
+
+    @property
+    def neighbours(self) -> NeighbourList:
+        if self._neighbours is None:
+            self._neighbours = NeighbourList(build_primitives(self.system),
+                                             self.system.n_particles)
+        return self._neighbours
+
+    def apply(self, x: np.ndarray, v: np.ndarray, inv_mass: np.ndarray,
+              fixed: np.ndarray) -> int:
+        """One post-step pass on positions x (m) and velocities v (m/s), in place."""
+        nl = self.neighbours
+        nl.update(x, self.thickness)
+        p = nl.prims
+        self.touching = resolve_pairs(x, v, inv_mass, fixed, p.prim_a, p.prim_b, nl.slots,
+                                      nl.counts, self.thickness, self.friction, ITERATIONS)
+        return self.touching
