@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True, inline="always")
@@ -26,13 +26,22 @@ def table_mask(n_points: int) -> int:
     return (1 << max(1, math.ceil(math.log2(max(2 * n_points, 2))))) - 1
 
 
-@njit(cache=True, parallel=True)
-def bin_points(centres, cell_size, mask, cells, keys, start, cursor, order):
-    """Fill cells (P, 3) int64, keys (P,), start (mask + 2,) and order (P,) for the
-    points centres (P, 3) (cursor: (mask + 1,) scratch)."""
+#: the 13 neighbour cells (di, dj, dk) > (0, 0, 0) in lexicographic order: with the own
+#: cell they visit every pair of neighbouring cells once
+HALF_SHELL = np.array([(di, dj, dk) for di in (-1, 0, 1) for dj in (-1, 0, 1)
+                       for dk in (-1, 0, 1) if (di, dj, dk) > (0, 0, 0)], dtype=np.int64)
+
+
+@njit(cache=True)
+def bin_points(centres, radius, cell_size, mask, cells, keys, start, cursor, order,
+               sorted_centres, sorted_radius, sorted_cells):
+    """Bin the points centres (P, 3) m with radii (P,) m: cells (P, 3) int64 and keys
+    (P,) per point; start (mask + 2,) and order (P,) bucket by bucket; the points'
+    centres, radii and cells copied in that order (sorted_*), so a query reads them
+    contiguously (cursor: (mask + 1,) scratch)."""
     n = centres.shape[0]
     inv = 1.0 / cell_size
-    for p in prange(n):
+    for p in range(n):
         i = np.int64(math.floor(centres[p, 0] * inv))
         j = np.int64(math.floor(centres[p, 1] * inv))
         k = np.int64(math.floor(centres[p, 2] * inv))
@@ -48,5 +57,10 @@ def bin_points(centres, cell_size, mask, cells, keys, start, cursor, order):
         cursor[h] = start[h]
     for p in range(n):
         h = keys[p]
-        order[cursor[h]] = p
+        e = cursor[h]
         cursor[h] += 1
+        order[e] = p
+        for d in range(3):
+            sorted_centres[e, d] = centres[p, d]
+            sorted_cells[e, d] = cells[p, d]
+        sorted_radius[e] = radius[p]

@@ -11,25 +11,37 @@ primitive p, the primitives q > p that are within reach and not excluded:
   system's initial positions) is below ``EXCLUDE_FACTOR x thickness``: such pairs start
   close, so pushing them apart would fight the springs.
 
-The list stays valid while no two particles have moved more than ``skin`` closer
-together: it is rebuilt only when some particle has moved more than skin / 2 since the
-last build, measured relative to the mean displacement of all particles (a cloth
-falling or carried as a whole keeps its list; |u_i - u_j| <= |u_i - u| + |u_j - u|).
+The list stays valid while no two primitives that could now touch have moved more than
+``skin`` relative to each other since the build (their distance then shrank by at most
+the skin, so they were within reach and are listed). Two checks, cheap first: no
+particle has moved more than skin / 2 relative to the mean displacement of all (a cloth
+falling or carried as a whole keeps its list; |u_i - u_j| <= |u_i - u| + |u_j - u|);
+else, no cell of a coarse grid (side DRIFT_CELLS x thickness) holds two primitives
+whose displacements differ by more than the skin (drifted_locally: a cloth swinging
+fast but smoothly keeps its list). Only when both fail is the list rebuilt.
 """
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 from numba import njit, prange
 
+from ..parallel import Chooser
 from .geometry import closest_params, gap
-from .hashing import bin_points, cell_hash, table_mask
+from .hashing import HALF_SHELL, bin_points, cell_hash, table_mask
 from .primitives import Primitives
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
-EXCLUDE_FACTOR = 2.0
+EXCLUDE_FACTOR = 3.0
 #: skin (m) as a fraction of the thickness
-SKIN_FACTOR = 0.5
+SKIN_FACTOR = 1.0
+#: primitives from which the query may run in parallel (parallel.Chooser picks)
+PARALLEL_PRIMITIVES = 4096
+#: side of the cells of the local drift check, in thicknesses (at least)
+DRIFT_CELLS = 4.0
 #: candidate slots per primitive to start with (doubled when a build needs more)
 START_SLOTS = 16
 
@@ -46,70 +58,109 @@ def _joined(i, j, adj_start, adj_list):
 
 @njit(cache=True, inline="always")
 def excluded(p, q, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq):
-    """Whether primitives p and q never repel (see the module docstring)."""
+    """Whether primitives p and q never repel (see the module docstring). The rest-shape
+    test goes first: it settles most candidates of a cloth without a scan of the springs."""
     a0, a1, b0, b1 = prim_a[p], prim_b[p], prim_a[q], prim_b[q]
-    if (_joined(a0, b0, adj_start, adj_list) or _joined(a0, b1, adj_start, adj_list)
-            or _joined(a1, b0, adj_start, adj_list) or _joined(a1, b1, adj_start, adj_list)):
+    if component[a0] == component[b0]:
+        s, t = closest_params(rest_x, a0, a1, b0, b1)
+        gx, gy, gz = gap(rest_x, a0, a1, b0, b1, s, t)
+        if gx * gx + gy * gy + gz * gz < exclude_sq:
+            return True
+    if _joined(a0, b0, adj_start, adj_list):
         return True
-    if component[a0] != component[b0]:
-        return False
-    s, t = closest_params(rest_x, a0, a1, b0, b1)
-    gx, gy, gz = gap(rest_x, a0, a1, b0, b1, s, t)
-    return gx * gx + gy * gy + gz * gz < exclude_sq
+    if b1 != b0 and _joined(a0, b1, adj_start, adj_list):
+        return True
+    if a1 != a0 and (_joined(a1, b0, adj_start, adj_list)
+                     or (b1 != b0 and _joined(a1, b1, adj_start, adj_list))):
+        return True
+    return False
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _centres(x, prim_a, prim_b, centres, half):
-    for p in prange(prim_a.shape[0]):
+    """Midpoints (P, 3) m and half-lengths (P,) m of the primitives; returns the largest
+    half-length."""
+    largest = 0.0
+    for p in range(prim_a.shape[0]):
         a, b = prim_a[p], prim_b[p]
         lsq = 0.0
         for d in range(3):
             centres[p, d] = 0.5 * (x[a, d] + x[b, d])
             lsq += (x[b, d] - x[a, d]) ** 2
         half[p] = 0.5 * lsq ** 0.5
+        largest = max(largest, half[p])
+    return largest
+
+
+@njit(cache=True, inline="always")
+def _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq,
+               reach, centres, half, cells, start, order, mask, shell, slots):
+    """Candidate partners of the primitive p = order[e] (the e-th in bucket order) in
+    its own cell after it and in the 13 half-shell cells, into slots[p] (as many as
+    fit); returns how many there are. centres, half and cells are in bucket order."""
+    p = order[e]
+    capacity = slots.shape[1]
+    reach_sq = reach * reach
+    found = 0
+    a0, a1 = prim_a[p], prim_b[p]
+    cx, cy, cz = centres[e, 0], centres[e, 1], centres[e, 2]
+    for c in range(shell.shape[0] + 1):
+        i, j, k = cells[e, 0], cells[e, 1], cells[e, 2]
+        if c > 0:
+            i += shell[c - 1, 0]
+            j += shell[c - 1, 1]
+            k += shell[c - 1, 2]
+        h = cell_hash(i, j, k, mask)
+        first = e + 1 if c == 0 else start[h]
+        for f in range(first, start[h + 1]):
+            if cells[f, 0] != i or cells[f, 1] != j or cells[f, 2] != k:
+                continue
+            bound = half[e] + half[f] + reach
+            dx = cx - centres[f, 0]
+            dy = cy - centres[f, 1]
+            dz = cz - centres[f, 2]
+            if dx * dx + dy * dy + dz * dz > bound * bound:
+                continue
+            q = order[f]
+            b0, b1 = prim_a[q], prim_b[q]
+            s, t = closest_params(x, a0, a1, b0, b1)
+            gx, gy, gz = gap(x, a0, a1, b0, b1, s, t)
+            if gx * gx + gy * gy + gz * gz > reach_sq:
+                continue
+            if excluded(p, q, prim_a, prim_b, adj_start, adj_list, component, rest_x,
+                        exclude_sq):
+                continue
+            if found < capacity:
+                slots[p, found] = q
+            found += 1
+    return found
+
+
+@njit(cache=True)
+def _query_serial(x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq,
+                  reach, centres, half, cells, start, order, mask, shell, slots, counts):
+    """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
+    largest count wanted (> S: the build must be redone with more slots)."""
+    largest = 0
+    for e in range(prim_a.shape[0]):
+        found = _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x,
+                           exclude_sq, reach, centres, half, cells, start, order, mask,
+                           shell, slots)
+        counts[order[e]] = found
+        largest = max(largest, found)
+    return largest
 
 
 @njit(cache=True, parallel=True)
-def _query(x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-           centres, half, cells, start, order, mask, slots, counts):
-    """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
-    largest count wanted (> S: the build must be redone with more slots)."""
-    n_prims = prim_a.shape[0]
-    capacity = slots.shape[1]
-    reach_sq = reach * reach
-    for p in prange(n_prims):
-        found = 0
-        a0, a1 = prim_a[p], prim_b[p]
-        ci, cj, ck = cells[p, 0], cells[p, 1], cells[p, 2]
-        for di in range(-1, 2):
-            for dj in range(-1, 2):
-                for dk in range(-1, 2):
-                    i, j, k = ci + di, cj + dj, ck + dk
-                    h = cell_hash(i, j, k, mask)
-                    for e in range(start[h], start[h + 1]):
-                        q = order[e]
-                        if q <= p or cells[q, 0] != i or cells[q, 1] != j or cells[q, 2] != k:
-                            continue
-                        bound = half[p] + half[q] + reach
-                        dx = centres[p, 0] - centres[q, 0]
-                        dy = centres[p, 1] - centres[q, 1]
-                        dz = centres[p, 2] - centres[q, 2]
-                        if dx * dx + dy * dy + dz * dz > bound * bound:
-                            continue
-                        b0, b1 = prim_a[q], prim_b[q]
-                        s, t = closest_params(x, a0, a1, b0, b1)
-                        gx, gy, gz = gap(x, a0, a1, b0, b1, s, t)
-                        if gx * gx + gy * gy + gz * gz > reach_sq:
-                            continue
-                        if excluded(p, q, prim_a, prim_b, adj_start, adj_list, component,
-                                    rest_x, exclude_sq):
-                            continue
-                        if found < capacity:
-                            slots[p, found] = q
-                        found += 1
-        counts[p] = found
+def _query_parallel(x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq,
+                    reach, centres, half, cells, start, order, mask, shell, slots, counts):
+    """_query_serial with the primitives in parallel (the same result)."""
+    for e in prange(prim_a.shape[0]):
+        counts[order[e]] = _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component,
+                                      rest_x, exclude_sq, reach, centres, half, cells,
+                                      start, order, mask, shell, slots)
     largest = 0
-    for p in range(n_prims):
+    for p in range(prim_a.shape[0]):
         largest = max(largest, counts[p])
     return largest
 
@@ -136,6 +187,53 @@ def drifted(x, x_build, limit_sq):
     return False
 
 
+@njit(cache=True)
+def drifted_locally(x, x_build, prim_a, prim_b, thickness, cell_size, mask, box_min,
+                    box_max, limit_sq):
+    """Whether two primitives that may now be within ``thickness`` (m) of each other can
+    have moved more than sqrt(limit_sq) (m) relative to each other since the build.
+
+    Each primitive's bounding ball (centre, half-length + thickness / 2) is put into every
+    cell of side ``cell_size`` it overlaps, and each cell (bucket) keeps the bounding box
+    of the displacements of the particles put into it. Two primitives within thickness
+    have overlapping balls, so they share a cell, and the relative displacement of any two
+    of their points is at most that cell's box diagonal (hash collisions merge cells:
+    their boxes only grow)."""
+    box_min[:] = np.inf
+    box_max[:] = -np.inf
+    inv = 1.0 / cell_size
+    for p in range(prim_a.shape[0]):
+        a, b = prim_a[p], prim_b[p]
+        lsq = 0.0
+        for d in range(3):
+            lsq += (x[b, d] - x[a, d]) ** 2
+        radius = 0.5 * lsq ** 0.5 + 0.5 * thickness
+        lo_i = np.int64(math.floor((0.5 * (x[a, 0] + x[b, 0]) - radius) * inv))
+        lo_j = np.int64(math.floor((0.5 * (x[a, 1] + x[b, 1]) - radius) * inv))
+        lo_k = np.int64(math.floor((0.5 * (x[a, 2] + x[b, 2]) - radius) * inv))
+        hi_i = np.int64(math.floor((0.5 * (x[a, 0] + x[b, 0]) + radius) * inv))
+        hi_j = np.int64(math.floor((0.5 * (x[a, 1] + x[b, 1]) + radius) * inv))
+        hi_k = np.int64(math.floor((0.5 * (x[a, 2] + x[b, 2]) + radius) * inv))
+        for i in range(lo_i, hi_i + 1):
+            for j in range(lo_j, hi_j + 1):
+                for k in range(lo_k, hi_k + 1):
+                    h = cell_hash(i, j, k, mask)
+                    for d in range(3):
+                        ua = x[a, d] - x_build[a, d]
+                        ub = x[b, d] - x_build[b, d]
+                        box_min[h, d] = min(box_min[h, d], min(ua, ub))
+                        box_max[h, d] = max(box_max[h, d], max(ua, ub))
+    for h in range(mask + 1):
+        if box_max[h, 0] < box_min[h, 0]:
+            continue  # empty
+        diagonal_sq = 0.0
+        for d in range(3):
+            diagonal_sq += (box_max[h, d] - box_min[h, d]) ** 2
+        if not diagonal_sq <= limit_sq:  # NaN counts as moved
+            return True
+    return False
+
+
 class NeighbourList:
     """Candidate pairs (slots[p, :counts[p]]) of the primitives of a Primitives set,
     valid for ``thickness`` (m) while the particles stay within the skin."""
@@ -151,18 +249,32 @@ class NeighbourList:
         self.start = np.zeros(self.mask + 2, np.int64)
         self.cursor = np.zeros(self.mask + 1, np.int64)
         self.order = np.zeros(n_prims, np.int64)
+        self.sorted_centres = np.zeros((n_prims, 3))
+        self.sorted_half = np.zeros(n_prims)
+        self.sorted_cells = np.zeros((n_prims, 3), np.int64)
         self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
         self.counts = np.zeros(n_prims, np.int32)
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
         self.builds = 0
+        self.chooser = Chooser()
+        self.largest_half = 0.0  # m, at the last build
+        self.drift_mask = table_mask(max(n_prims // 8, 1))
+        self.box_min = np.zeros((self.drift_mask + 1, 3))
+        self.box_max = np.zeros((self.drift_mask + 1, 3))
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
         """Rebuild if the particles left the skin or the thickness changed; True if
         rebuilt."""
         skin = SKIN_FACTOR * thickness
-        if self.built_for == thickness and not drifted(x, self.x_build, 0.25 * skin * skin):
-            return False
+        if self.built_for == thickness:
+            if not drifted(x, self.x_build, 0.25 * skin * skin):
+                return False
+            p = self.prims
+            cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
+            if not drifted_locally(x, self.x_build, p.prim_a, p.prim_b, thickness, cell_size,
+                                   self.drift_mask, self.box_min, self.box_max, skin * skin):
+                return False
         self.build(x, thickness)
         return True
 
@@ -171,14 +283,20 @@ class NeighbourList:
         p = self.prims
         reach = (1.0 + SKIN_FACTOR) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
-        _centres(x, p.prim_a, p.prim_b, self.centres, self.half)
-        cell_size = 2.0 * float(self.half.max(initial=0.0)) + reach
-        bin_points(self.centres, cell_size, self.mask, self.cells, self.keys, self.start,
-                   self.cursor, self.order)
+        self.largest_half = _centres(x, p.prim_a, p.prim_b, self.centres, self.half)
+        cell_size = 2.0 * self.largest_half + reach
+        bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
+                   self.start, self.cursor, self.order, self.sorted_centres, self.sorted_half,
+                   self.sorted_cells)
         while True:
-            largest = _query(x, p.prim_a, p.prim_b, p.adj_start, p.adj_list, p.component,
-                             p.rest_x, exclude_sq, reach, self.centres, self.half, self.cells,
-                             self.start, self.order, self.mask, self.slots, self.counts)
+            parallel = self.prims.prim_a.size >= PARALLEL_PRIMITIVES and self.chooser.parallel()
+            query = _query_parallel if parallel else _query_serial
+            began = time.perf_counter()
+            largest = query(x, p.prim_a, p.prim_b, p.adj_start, p.adj_list, p.component,
+                            p.rest_x, exclude_sq, reach, self.sorted_centres,
+                            self.sorted_half, self.sorted_cells, self.start, self.order,
+                            self.mask, HALF_SHELL, self.slots, self.counts)
+            self.chooser.record(parallel, began)
             if largest <= self.slots.shape[1]:
                 break
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)

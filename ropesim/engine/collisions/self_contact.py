@@ -15,12 +15,14 @@ Gauss-Seidel passes over the pairs:
   velocity (Coulomb); equal and opposite, so a free system's momentum is conserved to
   round-off.
 
-Default thickness (DEFAULT_THICKNESS_FACTOR = 0.8 of the particle spacing: the median
+Default thickness (DEFAULT_THICKNESS_FACTOR = 0.8 of the particle spacing h: the median
 over particles of the rest length of their shortest spring): above h / sqrt(2), so a
 particle cannot pass between the four corners of an undistorted square cell of another
-layer (its centre is h / sqrt(2) from them); below h, so the layers of a pile stay thin;
-and with the rest-shape exclusion of 2 x thickness = 1.6 h the diagonal neighbours of a
-cloth without shear springs (1.41 h) never repel.
+layer (its centre is h / sqrt(2) from them); below h, so the layers of a pile stay thin.
+The rest-shape exclusion (neighbours.EXCLUDE_FACTOR = 3 thicknesses = 2.4 h) then covers
+a cloth's structural, shear, bend and knight's-move neighbours (h, 1.41 h, 2 h, 2.24 h):
+wrinkles at the scale of the grid are the springs' business, and a soft cloth that
+bunches up at that scale (the benchmark cloth does) is not held apart by them.
 """
 
 from __future__ import annotations
