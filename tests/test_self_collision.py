@@ -218,7 +218,8 @@ def test_neighbour_list_survives_rigid_motion_and_rebuilds_when_two_particles_cl
     sim.step(100)  # 0.37 m as a whole
     neighbours = sim._self_collision.neighbours
     assert neighbours.builds == 1
-    skin = SKIN_FACTOR * sim.thickness
+    skin = neighbours.skin
+    assert skin == pytest.approx(SKIN_FACTOR * sim.thickness)
     sim.positions[5, 1] += 0.9 * skin  # 0.9 skin closer to (or farther from) any other
     sim.step(1)
     assert neighbours.builds == 1

@@ -19,6 +19,12 @@ falling or carried as a whole keeps its list; |u_i - u_j| <= |u_i - u| + |u_j - 
 else, no cell of a coarse grid (side DRIFT_CELLS x thickness) holds two primitives
 whose displacements differ by more than the skin (drifted_locally: a cloth swinging
 fast but smoothly keeps its list). Only when both fail is the list rebuilt.
+
+The skin adapts: a thick skin makes the list last but holds more pairs to test every
+step, and a list rebuilt every step gains nothing from it. So a list that lasted at
+most SHORT_LIVED steps makes the next skin SKIN_STEP times thinner (down to
+MIN_SKIN_FACTOR thicknesses), one that lasted LONG_LIVED steps or more SKIN_STEP times
+thicker (up to MAX_SKIN_FACTOR).
 """
 
 from __future__ import annotations
@@ -36,8 +42,15 @@ from .primitives import Primitives
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
 EXCLUDE_FACTOR = 3.0
-#: skin (m) as a fraction of the thickness
+#: skin (m) in thicknesses: where it starts, its bounds, and how it adapts (see
+#: NeighbourList.update: a list that lasted at most SHORT_LIVED steps gets a thinner
+#: skin for the next build, one that lasted LONG_LIVED steps or more a thicker one)
 SKIN_FACTOR = 1.0
+MIN_SKIN_FACTOR = 0.125
+MAX_SKIN_FACTOR = 2.0
+SHORT_LIVED = 2
+LONG_LIVED = 16
+SKIN_STEP = 1.4
 #: primitives from which the query may run in parallel (parallel.Chooser picks)
 PARALLEL_PRIMITIVES = 4096
 #: side of the cells of the local drift check, in thicknesses (at least)
@@ -189,7 +202,7 @@ def drifted(x, x_build, limit_sq):
 
 @njit(cache=True)
 def drifted_locally(x, x_build, prim_a, prim_b, thickness, cell_size, mask, box_min,
-                    box_max, limit_sq):
+                    box_max, touched, limit_sq):
     """Whether two primitives that may now be within ``thickness`` (m) of each other can
     have moved more than sqrt(limit_sq) (m) relative to each other since the build.
 
@@ -198,10 +211,11 @@ def drifted_locally(x, x_build, prim_a, prim_b, thickness, cell_size, mask, box_
     of the displacements of the particles put into it. Two primitives within thickness
     have overlapping balls, so they share a cell, and the relative displacement of any two
     of their points is at most that cell's box diagonal (hash collisions merge cells:
-    their boxes only grow)."""
-    box_min[:] = np.inf
-    box_max[:] = -np.inf
+    their boxes only grow). The boxes start empty (min inf, max -inf) and are emptied
+    again on the way out (only the ``touched`` buckets, listed in that scratch array)."""
     inv = 1.0 / cell_size
+    used = 0
+    overflow = False
     for p in range(prim_a.shape[0]):
         a, b = prim_a[p], prim_b[p]
         lsq = 0.0
@@ -218,20 +232,28 @@ def drifted_locally(x, x_build, prim_a, prim_b, thickness, cell_size, mask, box_
             for j in range(lo_j, hi_j + 1):
                 for k in range(lo_k, hi_k + 1):
                     h = cell_hash(i, j, k, mask)
+                    if box_max[h, 0] < box_min[h, 0]:
+                        if used == touched.shape[0]:  # a segment stretched past the cells
+                            overflow = True
+                            continue
+                        touched[used] = h
+                        used += 1
                     for d in range(3):
                         ua = x[a, d] - x_build[a, d]
                         ub = x[b, d] - x_build[b, d]
                         box_min[h, d] = min(box_min[h, d], min(ua, ub))
                         box_max[h, d] = max(box_max[h, d], max(ua, ub))
-    for h in range(mask + 1):
-        if box_max[h, 0] < box_min[h, 0]:
-            continue  # empty
+    moved = overflow
+    for u in range(used):
+        h = touched[u]
         diagonal_sq = 0.0
         for d in range(3):
             diagonal_sq += (box_max[h, d] - box_min[h, d]) ** 2
+            box_min[h, d] = np.inf
+            box_max[h, d] = -np.inf
         if not diagonal_sq <= limit_sq:  # NaN counts as moved
-            return True
-    return False
+            moved = True
+    return moved
 
 
 class NeighbourList:
@@ -256,32 +278,44 @@ class NeighbourList:
         self.counts = np.zeros(n_prims, np.int32)
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
+        self.reach = -1.0  # thickness + skin of the last build (m)
         self.builds = 0
         self.chooser = Chooser()
+        self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
+        self.lived = 0  # updates since the last build
         self.largest_half = 0.0  # m, at the last build
-        self.drift_mask = table_mask(max(n_prims // 8, 1))
-        self.box_min = np.zeros((self.drift_mask + 1, 3))
-        self.box_max = np.zeros((self.drift_mask + 1, 3))
+        self.drift_mask = table_mask(n_prims)
+        self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
+        self.box_max = np.full((self.drift_mask + 1, 3), -np.inf)
+        # a primitive's ball overlaps at most 8 cells (the cells are wider than the balls)
+        self.touched = np.zeros(8 * n_prims, np.int64)
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
         """Rebuild if the particles left the skin or the thickness changed; True if
         rebuilt."""
-        skin = SKIN_FACTOR * thickness
+        skin = self.skin
+        self.lived += 1
         if self.built_for == thickness:
             if not drifted(x, self.x_build, 0.25 * skin * skin):
                 return False
             p = self.prims
             cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
             if not drifted_locally(x, self.x_build, p.prim_a, p.prim_b, thickness, cell_size,
-                                   self.drift_mask, self.box_min, self.box_max, skin * skin):
+                                   self.drift_mask, self.box_min, self.box_max, self.touched,
+                                   skin * skin):
                 return False
+        if self.built_for == thickness:  # the list ran out: adapt the skin
+            if self.lived <= SHORT_LIVED:
+                self.skin_factor = max(MIN_SKIN_FACTOR, self.skin_factor / SKIN_STEP)
+            elif self.lived >= LONG_LIVED:
+                self.skin_factor = min(MAX_SKIN_FACTOR, self.skin_factor * SKIN_STEP)
         self.build(x, thickness)
         return True
 
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""
         p = self.prims
-        reach = (1.0 + SKIN_FACTOR) * thickness
+        reach = (1.0 + self.skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
         self.largest_half = _centres(x, p.prim_a, p.prim_b, self.centres, self.half)
         cell_size = 2.0 * self.largest_half + reach
@@ -302,7 +336,14 @@ class NeighbourList:
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
         self.x_build[:] = x
         self.built_for = thickness
+        self.reach = reach
+        self.lived = 0
         self.builds += 1
+
+    @property
+    def skin(self) -> float:
+        """Skin (m) of the current list (reach - thickness)."""
+        return self.reach - self.built_for
 
     @property
     def n_pairs(self) -> int:
