@@ -298,3 +298,47 @@ def test_bad_switch_and_friction_errors_name_the_field():
 def test_bad_scene_keys_name_the_key(key, value):
     with pytest.raises(rs.SceneError, match=key):
         rs.load("cloth-pile").with_overrides({f"simulation.{key}": value})
+
+
+# --- viewer -------------------------------------------------------------------------------
+def test_c_key_toggles_self_collision_in_the_viewer():
+    from ropesim.app.controller import ViewerController
+
+    c = ViewerController(rs.load("cloth-pile"), (800, 600))
+    assert c.sim.self_collision
+    assert c.handle_key("c")
+    assert not c.sim.self_collision and c.message == "self-collision off"
+    c.handle_key("c")
+    assert c.sim.self_collision and c.message == "self-collision on"
+
+
+def test_collision_panel_section_edits_thickness_and_friction_live():
+    from imgui_bundle import imgui
+
+    from ropesim.app.collision_panel import CollisionSection
+
+    sim = rs.load("rope-pile").simulation()
+    wanted = {"thickness [m]": 0.05, "layer friction": 20.0}
+    seen = []
+
+    def slider(label, value, low, high, fmt, flags=0):
+        seen.append((label, low, high))
+        return True, wanted[label]
+
+    context = imgui.create_context()
+    try:
+        io = imgui.get_io()
+        io.set_ini_filename("")
+        io.display_size = imgui.ImVec2(400, 300)
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        imgui.new_frame()
+        imgui.begin("collisions")
+        CollisionSection().draw(imgui, sim, slider)
+        imgui.end()
+        imgui.render()
+    finally:
+        imgui.destroy_context(context)
+    assert sim.thickness == 0.05
+    assert sim.self_friction == 10.0  # clamped to the allowed 0..10
+    default = default_thickness(sim.system)
+    assert seen[0] == ("thickness [m]", pytest.approx(0.1 * default), pytest.approx(5 * default))
