@@ -170,6 +170,25 @@ def test_momentum_of_two_cloths_thrown_at_each_other_is_conserved():
     assert np.abs(sim.momentum() - start).max() <= 1e-9 * scale
 
 
+def test_sparse_cloth_particles_cannot_slip_between_the_particles_of_another_layer():
+    """Thickness 0.01 m on cloths of spacing 0.05 m: the small cloth's particles fall
+    onto the centres of the large cloth's cells, 0.035 m from its particles, so
+    particle-particle contact cannot hold them: the large cloth's triangles do."""
+    below = rs.cloth(10, 10, spacing=0.05, plane="xz", pins="none", origin=(0, 0.0, 0))
+    above = rs.cloth(5, 5, spacing=0.05, plane="xz", pins="none",
+                     origin=(0.0, 0.1, 0.0))  # over the cell centres
+    sim = rs.Simulation(rs.concatenate([below, above]), dt=1 / 600,
+                        contacts=[rs.Ground(-0.001)], self_collision=True, thickness=0.01)
+    sim.step(300)
+    assert sim._self_collision.neighbours.prims.n_triangles == 2 * (81 + 16)
+    x = sim.positions
+    assert x[100:, 1].min() > x[:100, 1].max() + 0.5 * sim.thickness  # held above
+    assert gap_between(sim, 100) > sim.thickness  # not by particle-particle contacts
+    sim.thickness = 0.03  # 0.05 < 2 x 0.03: dense enough, the triangles are dropped
+    sim.step(1)
+    assert sim._self_collision.neighbours.prims.n_triangles == 0
+
+
 # --- pins, exclusions, capsules ------------------------------------------------------------
 def test_pinned_particles_are_immovable_in_a_contact():
     floor = rs.cloth(10, 10, spacing=0.05, plane="xz", pins=list(range(100)))
@@ -243,7 +262,7 @@ def test_neighbour_list_holds_every_pair_within_the_thickness_while_cloths_tumbl
     sim.velocities[split:] = (0.5, -1.0, -2.0)
     excluded = excluded_particle_pairs(sim.system, sim.thickness)
     prims = build_primitives(sim.system)
-    assert np.array_equal(prims.prim_a, prims.prim_b)  # cloth: every particle a sphere
+    assert prims.n_spheres == sim.n_particles and prims.n_triangles == 0  # cloth: spheres
     builds, missing = 0, 0
     for _ in range(120):
         sim.step(1)

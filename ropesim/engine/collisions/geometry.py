@@ -62,3 +62,101 @@ def segment_distance(x, a0, a1, b0, b1):
     s, t = closest_params(x, a0, a1, b0, b1)
     gx, gy, gz = gap(x, a0, a1, b0, b1, s, t)
     return (gx * gx + gy * gy + gz * gz) ** 0.5
+
+
+@njit(cache=True, inline="always")
+def triangle_weights(x, p, a, b, c):
+    """Barycentric weights (u, v, w) of the point of triangle a-b-c closest to particle
+    p (Ericson 5.1.5)."""
+    abx, aby, abz = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
+    acx, acy, acz = x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2]
+    apx, apy, apz = x[p, 0] - x[a, 0], x[p, 1] - x[a, 1], x[p, 2] - x[a, 2]
+    d1 = abx * apx + aby * apy + abz * apz
+    d2 = acx * apx + acy * apy + acz * apz
+    if d1 <= 0.0 and d2 <= 0.0:
+        return 1.0, 0.0, 0.0
+    bpx, bpy, bpz = x[p, 0] - x[b, 0], x[p, 1] - x[b, 1], x[p, 2] - x[b, 2]
+    d3 = abx * bpx + aby * bpy + abz * bpz
+    d4 = acx * bpx + acy * bpy + acz * bpz
+    if d3 >= 0.0 and d4 <= d3:
+        return 0.0, 1.0, 0.0
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        v = d1 / (d1 - d3)
+        return 1.0 - v, v, 0.0
+    cpx, cpy, cpz = x[p, 0] - x[c, 0], x[p, 1] - x[c, 1], x[p, 2] - x[c, 2]
+    d5 = abx * cpx + aby * cpy + abz * cpz
+    d6 = acx * cpx + acy * cpy + acz * cpz
+    if d6 >= 0.0 and d5 <= d6:
+        return 0.0, 0.0, 1.0
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        w = d2 / (d2 - d6)
+        return 1.0 - w, 0.0, w
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and d4 - d3 >= 0.0 and d5 - d6 >= 0.0:
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return 0.0, 1.0 - w, w
+    denom = va + vb + vc
+    if not denom > 0.0:  # a degenerate (flat) triangle: its first vertex
+        return 1.0, 0.0, 0.0
+    v = vb / denom
+    w = vc / denom
+    return 1.0 - v - w, v, w
+
+
+@njit(cache=True, inline="always")
+def pair_weights(x, a0, a1, a2, b0, b1, b2):
+    """Weights (wa0, wa1, wa2, wb0, wb1, wb2) of the closest points sum(wa x_a) and
+    sum(wb x_b) of two primitives: a sphere (i, i, i), a capsule (i, j, j) or a triangle
+    (i, j, k). Sphere and capsule pairs use the segment routine; a sphere against a
+    triangle the triangle's closest point; other pairs with a triangle are not tested
+    (wa0 = -1)."""
+    tri_a = a2 != a1
+    tri_b = b2 != b1
+    if tri_a or tri_b:
+        if tri_a and tri_b:
+            return -1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        if tri_b:
+            if a1 != a0:
+                return -1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            u, v, w = triangle_weights(x, a0, b0, b1, b2)
+            return 1.0, 0.0, 0.0, u, v, w
+        if b1 != b0:
+            return -1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        u, v, w = triangle_weights(x, b0, a0, a1, a2)
+        return u, v, w, 1.0, 0.0, 0.0
+    s, t = closest_params(x, a0, a1, b0, b1)
+    return 1.0 - s, s, 0.0, 1.0 - t, t, 0.0
+
+
+@njit(cache=True, inline="always")
+def weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2):
+    """sum(wa x_a) - sum(wb x_b), m (3 floats)."""
+    gx = (wa0 * x[a0, 0] + wa1 * x[a1, 0] + wa2 * x[a2, 0]
+          - wb0 * x[b0, 0] - wb1 * x[b1, 0] - wb2 * x[b2, 0])
+    gy = (wa0 * x[a0, 1] + wa1 * x[a1, 1] + wa2 * x[a2, 1]
+          - wb0 * x[b0, 1] - wb1 * x[b1, 1] - wb2 * x[b2, 1])
+    gz = (wa0 * x[a0, 2] + wa1 * x[a1, 2] + wa2 * x[a2, 2]
+          - wb0 * x[b0, 2] - wb1 * x[b1, 2] - wb2 * x[b2, 2])
+    return gx, gy, gz
+
+
+@njit(cache=True, inline="always")
+def bounding_ball(x, a, b, c):
+    """Centre (m) and radius (m) of a ball around a primitive: a sphere (a, a, a) is its
+    particle, a capsule (a, b, b) its midpoint and half-length, a triangle (a, b, c)
+    its centroid and the farthest vertex."""
+    if c == b:
+        cx = 0.5 * (x[a, 0] + x[b, 0])
+        cy = 0.5 * (x[a, 1] + x[b, 1])
+        cz = 0.5 * (x[a, 2] + x[b, 2])
+    else:
+        cx = (x[a, 0] + x[b, 0] + x[c, 0]) / 3.0
+        cy = (x[a, 1] + x[b, 1] + x[c, 1]) / 3.0
+        cz = (x[a, 2] + x[b, 2] + x[c, 2]) / 3.0
+    radius_sq = 0.0
+    for corner in (a, b, c):
+        radius_sq = max(radius_sq, (x[corner, 0] - cx) ** 2 + (x[corner, 1] - cy) ** 2
+                        + (x[corner, 2] - cz) ** 2)
+    return cx, cy, cz, radius_sq ** 0.5

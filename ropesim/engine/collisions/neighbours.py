@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..parallel import Chooser
-from .geometry import closest_params, gap
+from .geometry import bounding_ball, pair_weights, weighted_gap
 from .hashing import HALF_SHELL, bin_points, cell_hash, table_mask
 from .primitives import Primitives
 
@@ -70,44 +70,48 @@ def _joined(i, j, adj_start, adj_list):
 
 
 @njit(cache=True, inline="always")
-def excluded(p, q, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq):
+def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
     """Whether primitives p and q never repel (see the module docstring). The rest-shape
     test goes first: it settles most candidates of a cloth without a scan of the springs."""
-    a0, a1, b0, b1 = prim_a[p], prim_b[p], prim_a[q], prim_b[q]
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
     if component[a0] == component[b0]:
-        s, t = closest_params(rest_x, a0, a1, b0, b1)
-        gx, gy, gz = gap(rest_x, a0, a1, b0, b1, s, t)
+        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
+        gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                  wb2)
         if gx * gx + gy * gy + gz * gz < exclude_sq:
             return True
-    if _joined(a0, b0, adj_start, adj_list):
-        return True
-    if b1 != b0 and _joined(a0, b1, adj_start, adj_list):
-        return True
-    if a1 != a0 and (_joined(a1, b0, adj_start, adj_list)
-                     or (b1 != b0 and _joined(a1, b1, adj_start, adj_list))):
-        return True
+    for i in range(3):
+        ai = prims[p, i]
+        if i > 0 and ai == prims[p, i - 1]:
+            continue  # a sphere's or capsule's repeated index
+        for j in range(3):
+            bj = prims[q, j]
+            if j > 0 and bj == prims[q, j - 1]:
+                continue
+            if _joined(ai, bj, adj_start, adj_list):
+                return True
     return False
 
 
 @njit(cache=True)
-def _centres(x, prim_a, prim_b, centres, half):
-    """Midpoints (P, 3) m and half-lengths (P,) m of the primitives; returns the largest
-    half-length."""
+def _centres(x, prims, centres, half):
+    """Centres (P, 3) m and bounding radii (P,) m of the primitives (bounding_ball);
+    returns the largest radius."""
     largest = 0.0
-    for p in range(prim_a.shape[0]):
-        a, b = prim_a[p], prim_b[p]
-        lsq = 0.0
-        for d in range(3):
-            centres[p, d] = 0.5 * (x[a, d] + x[b, d])
-            lsq += (x[b, d] - x[a, d]) ** 2
-        half[p] = 0.5 * lsq ** 0.5
-        largest = max(largest, half[p])
+    for p in range(prims.shape[0]):
+        cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
+        centres[p, 0] = cx
+        centres[p, 1] = cy
+        centres[p, 2] = cz
+        half[p] = radius
+        largest = max(largest, radius)
     return largest
 
 
 @njit(cache=True, inline="always")
-def _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq,
-               reach, centres, half, cells, start, order, mask, shell, slots):
+def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
+               centres, half, cells, start, order, mask, shell, slots):
     """Candidate partners of the primitive p = order[e] (the e-th in bucket order) in
     its own cell after it and in the 13 half-shell cells, into slots[p] (as many as
     fit); returns how many there are. centres, half and cells are in bucket order."""
@@ -115,7 +119,7 @@ def _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exc
     capacity = slots.shape[1]
     reach_sq = reach * reach
     found = 0
-    a0, a1 = prim_a[p], prim_b[p]
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
     cx, cy, cz = centres[e, 0], centres[e, 1], centres[e, 2]
     for c in range(shell.shape[0] + 1):
         i, j, k = cells[e, 0], cells[e, 1], cells[e, 2]
@@ -135,13 +139,15 @@ def _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exc
             if dx * dx + dy * dy + dz * dz > bound * bound:
                 continue
             q = order[f]
-            b0, b1 = prim_a[q], prim_b[q]
-            s, t = closest_params(x, a0, a1, b0, b1)
-            gx, gy, gz = gap(x, a0, a1, b0, b1, s, t)
+            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+            if wa0 < 0.0:
+                continue  # a pair the pass does not test (see pair_weights)
+            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                      wb2)
             if gx * gx + gy * gy + gz * gz > reach_sq:
                 continue
-            if excluded(p, q, prim_a, prim_b, adj_start, adj_list, component, rest_x,
-                        exclude_sq):
+            if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
                 continue
             if found < capacity:
                 slots[p, found] = q
@@ -150,30 +156,29 @@ def _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exc
 
 
 @njit(cache=True)
-def _query_serial(x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq,
+def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
                   reach, centres, half, cells, start, order, mask, shell, slots, counts):
     """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
     largest count wanted (> S: the build must be redone with more slots)."""
     largest = 0
-    for e in range(prim_a.shape[0]):
-        found = _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component, rest_x,
-                           exclude_sq, reach, centres, half, cells, start, order, mask,
-                           shell, slots)
+    for e in range(prims.shape[0]):
+        found = _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                           reach, centres, half, cells, start, order, mask, shell, slots)
         counts[order[e]] = found
         largest = max(largest, found)
     return largest
 
 
 @njit(cache=True, parallel=True)
-def _query_parallel(x, prim_a, prim_b, adj_start, adj_list, component, rest_x, exclude_sq,
+def _query_parallel(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
                     reach, centres, half, cells, start, order, mask, shell, slots, counts):
     """_query_serial with the primitives in parallel (the same result)."""
-    for e in prange(prim_a.shape[0]):
-        counts[order[e]] = _query_one(e, x, prim_a, prim_b, adj_start, adj_list, component,
-                                      rest_x, exclude_sq, reach, centres, half, cells,
-                                      start, order, mask, shell, slots)
+    for e in prange(prims.shape[0]):
+        counts[order[e]] = _query_one(e, x, prims, adj_start, adj_list, component, rest_x,
+                                      exclude_sq, reach, centres, half, cells, start, order,
+                                      mask, shell, slots)
     largest = 0
-    for p in range(prim_a.shape[0]):
+    for p in range(prims.shape[0]):
         largest = max(largest, counts[p])
     return largest
 
@@ -201,12 +206,12 @@ def drifted(x, x_build, limit_sq):
 
 
 @njit(cache=True)
-def drifted_locally(x, x_build, prim_a, prim_b, thickness, cell_size, mask, box_min,
-                    box_max, touched, limit_sq):
+def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
+                    touched, limit_sq):
     """Whether two primitives that may now be within ``thickness`` (m) of each other can
     have moved more than sqrt(limit_sq) (m) relative to each other since the build.
 
-    Each primitive's bounding ball (centre, half-length + thickness / 2) is put into every
+    Each primitive's bounding ball (bounding_ball, + thickness / 2) is put into every
     cell of side ``cell_size`` it overlaps, and each cell (bucket) keeps the bounding box
     of the displacements of the particles put into it. Two primitives within thickness
     have overlapping balls, so they share a cell, and the relative displacement of any two
@@ -216,33 +221,31 @@ def drifted_locally(x, x_build, prim_a, prim_b, thickness, cell_size, mask, box_
     inv = 1.0 / cell_size
     used = 0
     overflow = False
-    for p in range(prim_a.shape[0]):
-        a, b = prim_a[p], prim_b[p]
-        lsq = 0.0
-        for d in range(3):
-            lsq += (x[b, d] - x[a, d]) ** 2
-        radius = 0.5 * lsq ** 0.5 + 0.5 * thickness
-        lo_i = np.int64(math.floor((0.5 * (x[a, 0] + x[b, 0]) - radius) * inv))
-        lo_j = np.int64(math.floor((0.5 * (x[a, 1] + x[b, 1]) - radius) * inv))
-        lo_k = np.int64(math.floor((0.5 * (x[a, 2] + x[b, 2]) - radius) * inv))
-        hi_i = np.int64(math.floor((0.5 * (x[a, 0] + x[b, 0]) + radius) * inv))
-        hi_j = np.int64(math.floor((0.5 * (x[a, 1] + x[b, 1]) + radius) * inv))
-        hi_k = np.int64(math.floor((0.5 * (x[a, 2] + x[b, 2]) + radius) * inv))
+    for p in range(prims.shape[0]):
+        cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
+        radius += 0.5 * thickness
+        lo_i = np.int64(math.floor((cx - radius) * inv))
+        lo_j = np.int64(math.floor((cy - radius) * inv))
+        lo_k = np.int64(math.floor((cz - radius) * inv))
+        hi_i = np.int64(math.floor((cx + radius) * inv))
+        hi_j = np.int64(math.floor((cy + radius) * inv))
+        hi_k = np.int64(math.floor((cz + radius) * inv))
         for i in range(lo_i, hi_i + 1):
             for j in range(lo_j, hi_j + 1):
                 for k in range(lo_k, hi_k + 1):
                     h = cell_hash(i, j, k, mask)
                     if box_max[h, 0] < box_min[h, 0]:
-                        if used == touched.shape[0]:  # a segment stretched past the cells
+                        if used == touched.shape[0]:  # a primitive stretched past the cells
                             overflow = True
                             continue
                         touched[used] = h
                         used += 1
-                    for d in range(3):
-                        ua = x[a, d] - x_build[a, d]
-                        ub = x[b, d] - x_build[b, d]
-                        box_min[h, d] = min(box_min[h, d], min(ua, ub))
-                        box_max[h, d] = max(box_max[h, d], max(ua, ub))
+                    for corner in range(3):
+                        c = prims[p, corner]
+                        for d in range(3):
+                            u = x[c, d] - x_build[c, d]
+                            box_min[h, d] = min(box_min[h, d], u)
+                            box_max[h, d] = max(box_max[h, d], u)
     moved = overflow
     for u in range(used):
         h = touched[u]
@@ -262,7 +265,7 @@ class NeighbourList:
 
     def __init__(self, prims: Primitives, n_particles: int):
         self.prims = prims
-        n_prims = prims.prim_a.size
+        n_prims = prims.prims.shape[0]
         self.mask = table_mask(n_prims)
         self.centres = np.zeros((n_prims, 3))
         self.half = np.zeros(n_prims)
@@ -300,7 +303,7 @@ class NeighbourList:
                 return False
             p = self.prims
             cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
-            if not drifted_locally(x, self.x_build, p.prim_a, p.prim_b, thickness, cell_size,
+            if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
                                    self.drift_mask, self.box_min, self.box_max, self.touched,
                                    skin * skin):
                 return False
@@ -317,16 +320,16 @@ class NeighbourList:
         p = self.prims
         reach = (1.0 + self.skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
-        self.largest_half = _centres(x, p.prim_a, p.prim_b, self.centres, self.half)
+        self.largest_half = _centres(x, p.prims, self.centres, self.half)
         cell_size = 2.0 * self.largest_half + reach
         bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
                    self.start, self.cursor, self.order, self.sorted_centres, self.sorted_half,
                    self.sorted_cells)
         while True:
-            parallel = self.prims.prim_a.size >= PARALLEL_PRIMITIVES and self.chooser.parallel()
+            parallel = self.prims.prims.shape[0] >= PARALLEL_PRIMITIVES and self.chooser.parallel()
             query = _query_parallel if parallel else _query_serial
             began = time.perf_counter()
-            largest = query(x, p.prim_a, p.prim_b, p.adj_start, p.adj_list, p.component,
+            largest = query(x, p.prims, p.adj_start, p.adj_list, p.component,
                             p.rest_x, exclude_sq, reach, self.sorted_centres,
                             self.sorted_half, self.sorted_cells, self.start, self.order,
                             self.mask, HALF_SHELL, self.slots, self.counts)

@@ -1,10 +1,11 @@
 """The shapes self-collision works on, derived once from a SpringSystem.
 
-Every collision primitive is a segment (a, b) of two particle indices: a rope's
-springs are capsules (a != b, thickness wide), and a particle that is not the end of
-any capsule is a sphere, stored as the degenerate segment (a, a). One closest-point
-routine (segment to segment) then serves particle-particle, particle-capsule and
-capsule-capsule contacts.
+Every collision primitive is a row (a, b, c) of particle indices: a particle that is
+not the end of any capsule is a sphere (a, a, a); a rope's spring is a capsule
+(a, b, b), thickness wide; a cloth triangle (a, b, c), when the cloth is sparse for the
+thickness (see SelfCollision), is a sheet that spheres cannot pass. One segment routine
+serves sphere-sphere, sphere-capsule and capsule-capsule pairs; spheres against
+triangles use the closest point of the triangle (geometry.pair_weights).
 
 Which springs are capsules: the springs of the triangle-free parts of a system (ropes,
 rings, stars, networks), except a spring spanned by two shorter springs through a
@@ -28,19 +29,28 @@ from ..model import SpringSystem
 
 @dataclass
 class Primitives:
-    """Segments (prim_a[k], prim_b[k]) (equal for a sphere), the spring adjacency as CSR
-    (adj_start (n+1,), adj_list), component labels (n,) and the rest shape (n, 3) m."""
+    """Primitives (P, 3) int32 (spheres, capsules, then triangles), the spring adjacency
+    as CSR (adj_start (n+1,), adj_list), component labels (n,) and the rest shape (n, 3)
+    m."""
 
-    prim_a: np.ndarray
-    prim_b: np.ndarray
+    prims: np.ndarray
     adj_start: np.ndarray
     adj_list: np.ndarray
     component: np.ndarray
     rest_x: np.ndarray
 
     @property
+    def n_spheres(self) -> int:
+        return int(np.count_nonzero(self.prims[:, 0] == self.prims[:, 1]))
+
+    @property
     def n_capsules(self) -> int:
-        return int(np.count_nonzero(self.prim_a != self.prim_b))
+        p = self.prims
+        return int(np.count_nonzero((p[:, 0] != p[:, 1]) & (p[:, 1] == p[:, 2])))
+
+    @property
+    def n_triangles(self) -> int:
+        return int(np.count_nonzero(self.prims[:, 1] != self.prims[:, 2]))
 
 
 @njit(cache=True)
@@ -97,8 +107,9 @@ def adjacency(n: int, spring_a: np.ndarray, spring_b: np.ndarray):
     return start, np.ascontiguousarray(others[order]), np.ascontiguousarray(springs[order])
 
 
-def build_primitives(system: SpringSystem) -> Primitives:
-    """The capsules and spheres of ``system`` (see the module docstring)."""
+def build_primitives(system: SpringSystem, triangles: bool = False) -> Primitives:
+    """The spheres and capsules of ``system`` (see the module docstring), and its
+    triangles if ``triangles``."""
     n = system.n_particles
     spring_a = np.ascontiguousarray(system.springs[:, 0], dtype=np.int32)
     spring_b = np.ascontiguousarray(system.springs[:, 1], dtype=np.int32)
@@ -117,9 +128,12 @@ def build_primitives(system: SpringSystem) -> Primitives:
     spheres = np.flatnonzero(~on_capsule).astype(np.int32)
     component = np.empty(n, np.int64)
     _components(n, spring_a, spring_b, component)
+    rows = [np.repeat(spheres[:, None], 3, axis=1),
+            np.column_stack([spring_a[capsule], spring_b[capsule], spring_b[capsule]])]
+    if triangles and system.triangles is not None:
+        rows.append(np.asarray(system.triangles, dtype=np.int32).reshape(-1, 3))
     return Primitives(
-        prim_a=np.ascontiguousarray(np.concatenate([spheres, spring_a[capsule]])),
-        prim_b=np.ascontiguousarray(np.concatenate([spheres, spring_b[capsule]])),
+        prims=np.ascontiguousarray(np.concatenate(rows).astype(np.int32)),
         adj_start=start, adj_list=neighbour, component=component,
         rest_x=np.ascontiguousarray(system.positions3(), dtype=np.float64),
     )

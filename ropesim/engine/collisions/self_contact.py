@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from ..model import SpringSystem, check_fits_dtype, check_number, show
-from .geometry import closest_params, gap
+from .geometry import pair_weights, weighted_gap
 from .neighbours import NeighbourList
 from .primitives import build_primitives
 
@@ -43,9 +43,23 @@ ITERATIONS = 4
 DEFAULT_THICKNESS_FACTOR = 0.8
 #: default thickness (m) of a system without springs, in bounding-box diagonals
 NO_SPRING_THICKNESS = 0.01
+#: triangles collide (with spheres) when the median triangle edge is longer than this
+#: many thicknesses
+SPARSE_EDGE_FACTOR = 2.0
 #: default Coulomb friction between layers, and the largest accepted
 DEFAULT_FRICTION = 0.3
 MAX_FRICTION = 10.0
+
+
+def median_triangle_edge(system: SpringSystem) -> float:
+    """Median edge length (m) of the system's triangles in the rest shape (0 without)."""
+    if system.triangles is None or not len(system.triangles):
+        return 0.0
+    tri = np.asarray(system.triangles)
+    x = system.positions3()
+    edges = np.concatenate([x[tri[:, 1]] - x[tri[:, 0]], x[tri[:, 2]] - x[tri[:, 1]],
+                            x[tri[:, 0]] - x[tri[:, 2]]])
+    return float(np.median(np.linalg.norm(edges, axis=1)))
 
 
 def default_thickness(system: SpringSystem) -> float:
@@ -64,20 +78,21 @@ def default_thickness(system: SpringSystem) -> float:
 
 
 @njit(cache=True)
-def resolve_pairs(x, v, inv_mass, fixed, prim_a, prim_b, slots, counts, thickness,
-                  friction, iterations):
+def resolve_pairs(x, v, inv_mass, fixed, prims, slots, counts, thickness, friction,
+                  iterations):
     """Project penetrating candidate pairs apart (module docstring); returns how many
     pair projections ran (a pair counts once per pass it was found penetrating)."""
     touching = 0
     for _ in range(iterations):
         moved = 0
-        for p in range(prim_a.shape[0]):
-            a0, a1 = prim_a[p], prim_b[p]
+        for p in range(prims.shape[0]):
+            a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
             for slot in range(counts[p]):
                 q = slots[p, slot]
-                b0, b1 = prim_a[q], prim_b[q]
-                s, t = closest_params(x, a0, a1, b0, b1)
-                gx, gy, gz = gap(x, a0, a1, b0, b1, s, t)
+                b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+                wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+                gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                          wb1, wb2)
                 dist_sq = gx * gx + gy * gy + gz * gz
                 if dist_sq >= thickness * thickness:
                     continue
@@ -86,32 +101,29 @@ def resolve_pairs(x, v, inv_mass, fixed, prim_a, prim_b, slots, counts, thicknes
                     nx, ny, nz = gx / dist, gy / dist, gz / dist
                 else:  # on top of each other: push along y
                     nx, ny, nz = 0.0, 1.0, 0.0
-                # barycentric weights (a point is a0 = a1 with s = 0) times inverse masses
-                wa0 = 0.0 if fixed[a0] else (1.0 - s) * inv_mass[a0]
-                wa1 = 0.0 if fixed[a1] or a1 == a0 else s * inv_mass[a1]
-                wb0 = 0.0 if fixed[b0] else (1.0 - t) * inv_mass[b0]
-                wb1 = 0.0 if fixed[b1] or b1 == b0 else t * inv_mass[b1]
-                total = (wa0 * (1.0 - s) + wa1 * s + wb0 * (1.0 - t) + wb1 * t)
+                # weight x inverse mass of each end (0: pinned or grabbed; a repeated
+                # index of a sphere or capsule has weight 0)
+                ka0 = 0.0 if fixed[a0] else wa0 * inv_mass[a0]
+                ka1 = 0.0 if fixed[a1] else wa1 * inv_mass[a1]
+                ka2 = 0.0 if fixed[a2] else wa2 * inv_mass[a2]
+                kb0 = 0.0 if fixed[b0] else wb0 * inv_mass[b0]
+                kb1 = 0.0 if fixed[b1] else wb1 * inv_mass[b1]
+                kb2 = 0.0 if fixed[b2] else wb2 * inv_mass[b2]
+                total = (ka0 * wa0 + ka1 * wa1 + ka2 * wa2 + kb0 * wb0 + kb1 * wb1
+                         + kb2 * wb2)
                 if total <= 0.0:
                     continue
                 lam = (thickness - dist) / total
-                x[a0, 0] += wa0 * lam * nx
-                x[a0, 1] += wa0 * lam * ny
-                x[a0, 2] += wa0 * lam * nz
-                x[a1, 0] += wa1 * lam * nx
-                x[a1, 1] += wa1 * lam * ny
-                x[a1, 2] += wa1 * lam * nz
-                x[b0, 0] -= wb0 * lam * nx
-                x[b0, 1] -= wb0 * lam * ny
-                x[b0, 2] -= wb0 * lam * nz
-                x[b1, 0] -= wb1 * lam * nx
-                x[b1, 1] -= wb1 * lam * ny
-                x[b1, 2] -= wb1 * lam * nz
+                _push(x, a0, ka0 * lam, nx, ny, nz)
+                _push(x, a1, ka1 * lam, nx, ny, nz)
+                _push(x, a2, ka2 * lam, nx, ny, nz)
+                _push(x, b0, -kb0 * lam, nx, ny, nz)
+                _push(x, b1, -kb1 * lam, nx, ny, nz)
+                _push(x, b2, -kb2 * lam, nx, ny, nz)
                 moved += 1
                 # relative velocity of the contact points
-                rx = ((1.0 - s) * v[a0, 0] + s * v[a1, 0]) - ((1.0 - t) * v[b0, 0] + t * v[b1, 0])
-                ry = ((1.0 - s) * v[a0, 1] + s * v[a1, 1]) - ((1.0 - t) * v[b0, 1] + t * v[b1, 1])
-                rz = ((1.0 - s) * v[a0, 2] + s * v[a1, 2]) - ((1.0 - t) * v[b0, 2] + t * v[b1, 2])
+                rx, ry, rz = weighted_gap(v, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                          wb2)
                 vn = rx * nx + ry * ny + rz * nz
                 if vn >= 0.0:
                     continue
@@ -124,22 +136,24 @@ def resolve_pairs(x, v, inv_mass, fixed, prim_a, prim_b, slots, counts, thicknes
                     jx -= jt * tx
                     jy -= jt * ty
                     jz -= jt * tz
-                v[a0, 0] += wa0 * jx
-                v[a0, 1] += wa0 * jy
-                v[a0, 2] += wa0 * jz
-                v[a1, 0] += wa1 * jx
-                v[a1, 1] += wa1 * jy
-                v[a1, 2] += wa1 * jz
-                v[b0, 0] -= wb0 * jx
-                v[b0, 1] -= wb0 * jy
-                v[b0, 2] -= wb0 * jz
-                v[b1, 0] -= wb1 * jx
-                v[b1, 1] -= wb1 * jy
-                v[b1, 2] -= wb1 * jz
+                _push(v, a0, ka0, jx, jy, jz)
+                _push(v, a1, ka1, jx, jy, jz)
+                _push(v, a2, ka2, jx, jy, jz)
+                _push(v, b0, -kb0, jx, jy, jz)
+                _push(v, b1, -kb1, jx, jy, jz)
+                _push(v, b2, -kb2, jx, jy, jz)
         touching += moved
         if moved == 0:
             break
     return touching
+
+
+@njit(cache=True, inline="always")
+def _push(a, i, scale, dx, dy, dz):
+    """a[i] += scale * (dx, dy, dz)."""
+    a[i, 0] += scale * dx
+    a[i, 1] += scale * dy
+    a[i, 2] += scale * dz
 
 
 def check_thickness(value: Any, dtype: Any) -> float:
@@ -174,14 +188,24 @@ class SelfCollision:
                           else check_thickness(thickness, self.dtype))
         self.friction = check_friction(friction)
         self._neighbours: NeighbourList | None = None
+        self._median_edge = median_triangle_edge(system)
         self.touching = 0  # pair projections of the last step
 
     @property
+    def sparse(self) -> bool:
+        """Whether the system's triangles collide too: its median triangle edge (rest
+        shape) is longer than SPARSE_EDGE_FACTOR x thickness, so a particle of another
+        layer could pass between the particles of a triangle."""
+        return self._median_edge > SPARSE_EDGE_FACTOR * self.thickness
+
+    @property
     def neighbours(self) -> NeighbourList:
-        if self._neighbours is None:
-            self._neighbours = NeighbourList(build_primitives(self.system),
-                                             self.system.n_particles)
-        return self._neighbours
+        """The neighbour list (made on first use, and again when ``sparse`` changes)."""
+        nl = self._neighbours
+        if nl is None or (nl.prims.n_triangles > 0) != self.sparse:
+            nl = self._neighbours = NeighbourList(
+                build_primitives(self.system, triangles=self.sparse), self.system.n_particles)
+        return nl
 
     def apply(self, x: np.ndarray, v: np.ndarray, inv_mass: np.ndarray,
               fixed: np.ndarray) -> int:
@@ -189,6 +213,6 @@ class SelfCollision:
         nl = self.neighbours
         nl.update(x, self.thickness)
         p = nl.prims
-        self.touching = resolve_pairs(x, v, inv_mass, fixed, p.prim_a, p.prim_b, nl.slots,
-                                      nl.counts, self.thickness, self.friction, ITERATIONS)
+        self.touching = resolve_pairs(x, v, inv_mass, fixed, p.prims, nl.slots, nl.counts,
+                                      self.thickness, self.friction, ITERATIONS)
         return self.touching
