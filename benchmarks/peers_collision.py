@@ -16,22 +16,18 @@ runs up to ITERATIONS Gauss-Seidel passes, stopping at the first pass without co
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from peers import _adjacency
+from peers import _adjacency, _warp as _warp_initialised
 from workload import ClothArrays
 
-_kernels = None
 
-
+@functools.cache
 def _warp():
-    global _kernels
-    import warp as wp
-
-    if _kernels is not None:
-        return wp, _kernels
-    wp.config.quiet = True
-    wp.init()
+    """(wp, (collide, apply)): Warp set up as peers.py does, and this pass's kernels."""
+    wp, _ = _warp_initialised()
 
     @wp.kernel
     def collide(grid: wp.uint64, x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
@@ -88,8 +84,7 @@ def _warp():
         x[i] = x[i] + dx[i]
         v[i] = v[i] + dv[i]
 
-    _kernels = (collide, apply)
-    return wp, _kernels
+    return wp, (collide, apply)
 
 
 class WarpHashGridPass:

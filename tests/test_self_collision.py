@@ -55,6 +55,22 @@ def gap_between(sim, split):
     return float(np.linalg.norm(x[:split, None] - x[None, split:], axis=2).min())
 
 
+# --- geometry (closed forms) ---------------------------------------------------------
+def test_closest_points_of_skew_segments_and_of_a_point_over_a_triangle():
+    from ropesim.engine.collisions.geometry import pair_weights
+
+    # segment (0,0,0)-(2,0,0) and segment (1,1,-1)-(1,1,1): closest at (1,0,0), (1,1,0)
+    x = np.array([(0, 0, 0), (2, 0, 0), (1, 1, -1), (1, 1, 1)], dtype=float)
+    assert segment_distance(x, 0, 1, 2, 3) == pytest.approx(1.0)
+    assert pair_weights(x, 0, 1, 1, 2, 3, 3) == pytest.approx((0.5, 0.5, 0, 0.5, 0.5, 0))
+    # a point 0.3 m above (0.2, 0, 0.3) of the triangle (0,0,0), (1,0,0), (0,0,1):
+    # barycentric weights (0.5, 0.2, 0.3); beyond the far edge, that edge's closest point
+    x = np.array([(0.2, 0.3, 0.3), (0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0.1, 1)], dtype=float)
+    assert pair_weights(x, 0, 0, 0, 1, 2, 3) == pytest.approx((1, 0, 0, 0.5, 0.2, 0.3))
+    assert pair_weights(x, 1, 2, 3, 4, 4, 4) == pytest.approx((0, 0.5, 0.5, 1, 0, 0))
+    assert pair_weights(x, 1, 2, 3, 1, 2, 3)[0] == -1.0  # triangle-triangle: not tested
+
+
 # --- the shipped scenes ---------------------------------------------------------------
 def test_settled_cloth_pile_keeps_non_neighbour_particles_half_a_thickness_apart():
     sim = rs.load("cloth-pile").simulation()

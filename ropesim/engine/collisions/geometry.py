@@ -14,18 +14,18 @@ def _clamp01(value):
 
 
 @njit(cache=True, inline="always")
+def _minus(x, i, j):
+    """x[i] - x[j] as three floats."""
+    return x[i, 0] - x[j, 0], x[i, 1] - x[j, 1], x[i, 2] - x[j, 2]
+
+
+@njit(cache=True, inline="always")
 def closest_params(x, a0, a1, b0, b1):
     """Parameters (s, t) in 0..1 of the closest points a0 + s (a1 - a0) and
     b0 + t (b1 - b0) of the segments a0-a1 and b0-b1 of positions x (Ericson 5.1.9)."""
-    d1x = x[a1, 0] - x[a0, 0]
-    d1y = x[a1, 1] - x[a0, 1]
-    d1z = x[a1, 2] - x[a0, 2]
-    d2x = x[b1, 0] - x[b0, 0]
-    d2y = x[b1, 1] - x[b0, 1]
-    d2z = x[b1, 2] - x[b0, 2]
-    rx = x[a0, 0] - x[b0, 0]
-    ry = x[a0, 1] - x[b0, 1]
-    rz = x[a0, 2] - x[b0, 2]
+    d1x, d1y, d1z = _minus(x, a1, a0)
+    d2x, d2y, d2z = _minus(x, b1, b0)
+    rx, ry, rz = _minus(x, a0, b0)
     a = d1x * d1x + d1y * d1y + d1z * d1z
     e = d2x * d2x + d2y * d2y + d2z * d2z
     f = d2x * rx + d2y * ry + d2z * rz
@@ -65,30 +65,32 @@ def segment_distance(x, a0, a1, b0, b1):
 
 
 @njit(cache=True, inline="always")
+def _two_dots(ux, uy, uz, wx, wy, wz, x, i, j):
+    """(u . r, w . r) with r = x[i] - x[j]."""
+    rx, ry, rz = _minus(x, i, j)
+    return ux * rx + uy * ry + uz * rz, wx * rx + wy * ry + wz * rz
+
+
+@njit(cache=True, inline="always")
 def triangle_weights(x, p, a, b, c):
     """Barycentric weights (u, v, w) of the point of triangle a-b-c closest to particle
     p (Ericson 5.1.5)."""
-    abx, aby, abz = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
-    acx, acy, acz = x[c, 0] - x[a, 0], x[c, 1] - x[a, 1], x[c, 2] - x[a, 2]
-    apx, apy, apz = x[p, 0] - x[a, 0], x[p, 1] - x[a, 1], x[p, 2] - x[a, 2]
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
+    abx, aby, abz = _minus(x, b, a)
+    acx, acy, acz = _minus(x, c, a)
+    d1, d2 = _two_dots(abx, aby, abz, acx, acy, acz, x, p, a)
+    d3, d4 = _two_dots(abx, aby, abz, acx, acy, acz, x, p, b)
+    d5, d6 = _two_dots(abx, aby, abz, acx, acy, acz, x, p, c)
+    # the vertex regions, then the edge regions (disjoint Voronoi regions), then inside
     if d1 <= 0.0 and d2 <= 0.0:
         return 1.0, 0.0, 0.0
-    bpx, bpy, bpz = x[p, 0] - x[b, 0], x[p, 1] - x[b, 1], x[p, 2] - x[b, 2]
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
     if d3 >= 0.0 and d4 <= d3:
         return 0.0, 1.0, 0.0
+    if d6 >= 0.0 and d5 <= d6:
+        return 0.0, 0.0, 1.0
     vc = d1 * d4 - d3 * d2
     if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
         v = d1 / (d1 - d3)
         return 1.0 - v, v, 0.0
-    cpx, cpy, cpz = x[p, 0] - x[c, 0], x[p, 1] - x[c, 1], x[p, 2] - x[c, 2]
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return 0.0, 0.0, 1.0
     vb = d5 * d2 - d1 * d6
     if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
         w = d2 / (d2 - d6)
@@ -115,15 +117,12 @@ def pair_weights(x, a0, a1, a2, b0, b1, b2):
     tri_a = a2 != a1
     tri_b = b2 != b1
     if tri_a or tri_b:
-        if tri_a and tri_b:
+        sphere_is_a = tri_b  # the other side must be a sphere
+        if (tri_a and tri_b) or (a1 != a0 if sphere_is_a else b1 != b0):
             return -1.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        if tri_b:
-            if a1 != a0:
-                return -1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        if sphere_is_a:
             u, v, w = triangle_weights(x, a0, b0, b1, b2)
             return 1.0, 0.0, 0.0, u, v, w
-        if b1 != b0:
-            return -1.0, 0.0, 0.0, 0.0, 0.0, 0.0
         u, v, w = triangle_weights(x, b0, a0, a1, a2)
         return u, v, w, 1.0, 0.0, 0.0
     s, t = closest_params(x, a0, a1, b0, b1)
