@@ -46,7 +46,7 @@ EXCLUDE_FACTOR = 3.0
 #: NeighbourList.update: a list that lasted at most SHORT_LIVED steps gets a thinner
 #: skin for the next build, one that lasted LONG_LIVED steps or more a thicker one)
 SKIN_FACTOR = 1.0
-MIN_SKIN_FACTOR = 0.5
+MIN_SKIN_FACTOR = 0.125
 MAX_SKIN_FACTOR = 2.0
 SHORT_LIVED = 2
 LONG_LIVED = 16
