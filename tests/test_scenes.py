@@ -14,6 +14,7 @@ from ropesim.io.scenes import DEFAULT_SCENE, SceneError, load, scene_from_dict, 
 SHIPPED = {
     "cloth", "rope", "curtain-40x30", "chain-wave", "ring", "star", "random-network",
     "tablecloth", "drum", "ring-wave", "string",
+    "cloth-pile", "rope-pile", "table", "mesh-drape", "windmill",  # issue 11
 }
 SYSTEM_ARRAYS = ("positions", "velocities", "springs", "rest_lengths", "mass", "stiffness",
                  "damping", "pinned")

@@ -85,7 +85,8 @@ def drag_fast(c: ViewerController, i: int, step_px: tuple[float, float], samples
 # --- hotkeys ---------------------------------------------------------------------------------
 ISSUE_KEYS = ["space", "right", "period", "r", "backspace", "i", "w", "s", "g", "equal",
               "minus", *"123456789", "f", "p", "v", "h", "f1", "escape", "f11",
-              "a"]   # issue 12: A shows / hides the origin axes
+              "a",   # issue 12: A shows / hides the origin axes
+              "c"]   # issue 11: C toggles self-collision
 
 
 def test_hotkey_table_binds_every_key_of_the_issue_and_no_modifier():

@@ -405,6 +405,10 @@ class ViewerController:
         self.params.apply_gravity()
         self.message = "gravity on" if self.gravity_on else "gravity off"
 
+    def toggle_self_collision(self) -> None:
+        self.sim.self_collision = not self.sim.self_collision
+        self.message = f"self-collision {'on' if self.sim.self_collision else 'off'}"
+
     @property
     def time_scale(self) -> float:
         """Simulated s per real s asked for (1: real time, below 1: slow motion)."""

@@ -36,6 +36,7 @@ HOTKEYS: tuple[Hotkey, ...] = (
     Hotkey(("s",), "S", "toggle_strain", "strain colouring on / off"),
     Hotkey(("g",), "G", "toggle_gravity", "gravity on / off"),
     Hotkey(("a",), "A", "toggle_axes", "origin axes on / off"),
+    Hotkey(("c",), "C", "toggle_self_collision", "self-collision on / off"),
     Hotkey(("equal",), "=", "faster", "time scale x2 (up to 4x real time)"),
     Hotkey(("minus",), "-", "slower", "slow motion: time scale /2 (to 1/64)"),
     Hotkey(DIGITS, "1 ... 9", "select_scene_key", "shipped scenes"),

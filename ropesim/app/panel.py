@@ -26,6 +26,7 @@ from ..io.scenes import Scene, scene_names
 from ..io.video import VideoWriter
 from ..render.camera import OrbitCamera
 from ..render.renderer import WIREFRAME_MODES, RenderOptions, strain_color_stops
+from .collision_panel import CollisionSection
 from .frame_clock import TIME_SCALES, FrameClock
 from .edit_tool import EditTool
 from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP, TIMELINE_HOTKEYS
@@ -112,6 +113,7 @@ class Panel:
         self._collapsed_by_width: bool | None = None   # the width rule last applied
         self.timeline = TimelineSection()               # issue 15
         self.timeline_budget = EnergyBudgetPlot()
+        self._collisions = CollisionSection()  # issue 11
         #: screen rectangles (min, max) of the last frame's sliders, by label (tests)
         self.item_rects: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
 
@@ -157,6 +159,8 @@ class Panel:
                 self.timeline.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)   # issue 15
             if imgui.collapsing_header("Parameters", imgui.TreeNodeFlags_.default_open):
                 self._parameters()
+            if imgui.collapsing_header("Collisions"):  # issue 11
+                self._collisions.draw(imgui, c.sim, self._slider)
             if self.controller.is_cloth and imgui.collapsing_header("Cloth (restart)"):
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):

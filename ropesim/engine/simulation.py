@@ -50,6 +50,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import impulses
+from .collisions import DEFAULT_FRICTION, SelfCollision
+from .collisions.self_contact import check_friction, check_switch, check_thickness
 from .contacts import CONTACT_TYPES, Contact, ContactSet, moved
 from .forces import DEFAULT_FORCES, Force, SpringForces, Wind, spring_strain
 from .health import (
@@ -160,6 +162,9 @@ class Simulation(TopologyEditing):
     grid_kernels : use the structured-grid kernels (grid sweep, multigrid solve) when the
         springs form a grid (default); False runs the spring-list kernels, the same
         physics to rounding (a switch for comparisons and tests).
+    self_collision, thickness, self_friction : self-collision on/off, the distance (m,
+        > 0) non-neighbour particles and rope segments keep apart (None: 0.8 x the
+        particle spacing) and the Coulomb friction between layers (docs/collisions.md).
     """
 
     def __init__(
@@ -177,6 +182,9 @@ class Simulation(TopologyEditing):
         cg_tolerance: float = 1e-4,
         cg_max_iterations: int = 200,
         grid_kernels: bool = True,
+        self_collision: bool = False,
+        thickness: float | None = None,
+        self_friction: float = DEFAULT_FRICTION,
     ):
         if not isinstance(system, SpringSystem):
             raise TypeError(f"system: expected a SpringSystem, got {type(system).__name__}")
@@ -238,6 +246,8 @@ class Simulation(TopologyEditing):
         self._max_stretch: float | None = None
         self.stretch_passes = 0  # Provot passes of the last step (0: limit off)
         self._ledger: energy_budget.EnergyLedger | None = None  # track_energy off
+        self._self_collision = SelfCollision(system, dtype, self_collision, thickness,
+                                             self_friction)
 
         self.dt = dt
         self.gravity = gravity
@@ -694,6 +704,8 @@ class Simulation(TopologyEditing):
         self._tear_and_limit(dt)
         if ledger is not None:
             ledger.after_tearing(self)
+        if self._self_collision.enabled:
+            self._self_collision.apply(self._x, self._v, self._params.inv_mass, self._fixed)
         if self._contacts:
             self._contact_set.project(self._x, self._v, self._fixed, self._state.time, dt,
                                       self.planar)
@@ -977,6 +989,34 @@ class Simulation(TopologyEditing):
                 self._params.rest_lengths, self._params.inv_mass, self._fixed,
                 self._tearing.broken, self._max_stretch, dt, tearing.MAX_STRETCH_PASSES,
                 tearing.STRETCH_TOLERANCE)
+
+    # --- self-collision (the kernels are in collisions/) ---------------------------------
+    @property
+    def self_collision(self) -> bool:
+        """Whether non-neighbour particles and rope segments keep ``thickness`` apart."""
+        return self._self_collision.enabled
+
+    @self_collision.setter
+    def self_collision(self, value: bool) -> None:
+        self._self_collision.enabled = check_switch(value, "self_collision")
+
+    @property
+    def thickness(self) -> float:
+        """Self-collision distance, m (> 0; None at construction picks the default)."""
+        return self._self_collision.thickness
+
+    @thickness.setter
+    def thickness(self, value: float) -> None:
+        self._self_collision.thickness = check_thickness(value, self.dtype)
+
+    @property
+    def self_friction(self) -> float:
+        """Coulomb friction coefficient between touching layers (0..10)."""
+        return self._self_collision.friction
+
+    @self_friction.setter
+    def self_friction(self, value: float) -> None:
+        self._self_collision.friction = check_friction(value)
 
     # --- diagnostics -------------------------------------------------------------------------
     def forces(self) -> np.ndarray:

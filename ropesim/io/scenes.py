@@ -118,6 +118,11 @@ SIMULATION_FIELDS = {
     # set on the Simulation after it is made (Scene.simulation); absent = off
     "break_strain": _Field(float, lambda v: v > 0, "a strain > 0 (absent: unbreakable)"),
     "max_stretch": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a strain > 0 (0.1 = 10 %)"),
+    # self-collision (docs/collisions.md); absent = off, default thickness and friction
+    "self_collision": _Field(bool, None, "true or false"),
+    "thickness": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a thickness > 0 m"),
+    "self_friction": _Field(float, lambda v: 0 <= v <= MAX_FRICTION,
+                            f"a friction coefficient from 0 to {MAX_FRICTION:g}"),
 }
 #: simulation keys that are Simulation properties, not constructor arguments
 _SIMULATION_PROPERTIES = ("break_strain", "max_stretch")

@@ -1,0 +1,123 @@
+"""What self-collision costs on the standard cloth (benchmarks/workload.py: float32,
+symplectic Euler, dt = 1/600 s), and ropesim's collision pass against the same pass
+written with Warp's hash grid on the CPU (benchmarks/peers_collision.py).
+
+    PYTHONPATH=. python benchmarks/time_collisions.py [--sizes 32 64 128 256] [--rounds 3]
+
+Per size: two simulations of the cloth, self-collision on and off, run a warm-up from
+rest (the cloth swings down and bunches up, so there is contact), then
+
+1. steps/s with and without self-collision, timed in alternating rounds;
+2. the pass alone: on each step of the simulation with self-collision, the state the
+   pass is about to see is copied, ropesim's pass runs on the live state and Warp's on
+   the copy, alternating which goes first, each timed by itself; printed are the
+   medians per call, their ratio, how often ropesim rebuilt its neighbour list, and
+   how many contact projections each made (a check that they do the same work).
+
+The machine is shared: compare the ratios of one run, not absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ropesim as rs  # noqa: E402
+from ropesim.engine.collisions import EXCLUDE_FACTOR  # noqa: E402
+from peers_collision import WarpHashGridPass  # noqa: E402
+from workload import DT, GRAVITY, cloth_arrays, cloth_system  # noqa: E402
+
+WARM_UP_S = 0.5  # simulated seconds before timing: the cloth has swung down and bunched
+STEPS = {32: 200, 64: 100, 128: 40, 256: 10}
+
+
+def make(n: int, self_collision: bool) -> rs.Simulation:
+    return rs.Simulation(cloth_system(n), dt=DT, gravity=GRAVITY, dtype=np.float32,
+                         integrator="symplectic_euler", self_collision=self_collision)
+
+
+class TimedPasses:
+    """Stands in for the simulation's SelfCollision.apply: runs ropesim's pass and Warp's
+    on the same input, each timed."""
+
+    def __init__(self, sim: rs.Simulation, warp: WarpHashGridPass):
+        self.collision = sim._self_collision
+        self.apply = self.collision.apply
+        self.warp = warp
+        self.ours: list[float] = []
+        self.theirs: list[float] = []
+        self.x = np.zeros((sim.n_particles, 3), np.float32)
+        self.v = np.zeros_like(self.x)
+        self.calls = 0
+
+    def __call__(self, x, v, inv_mass, fixed):
+        self.warp.load(x, v)
+        ours_first = self.calls % 2 == 0
+        self.calls += 1
+        for turn in (0, 1):
+            if (turn == 0) == ours_first:
+                start = time.perf_counter()
+                touching = self.apply(x, v, inv_mass, fixed)
+                self.ours.append(time.perf_counter() - start)
+            else:
+                start = time.perf_counter()
+                self.warp.pass_()
+                self.theirs.append(time.perf_counter() - start)
+        return touching
+
+
+def run(n: int, rounds: int) -> dict:
+    on, off = make(n, True), make(n, False)
+    warm = round(WARM_UP_S / DT)
+    on.step(warm)
+    off.step(warm)
+    steps = STEPS.get(n, 20)
+    rates = {True: [], False: []}
+    for _ in range(rounds):
+        for flag, sim in ((True, on), (False, off)):
+            start = time.perf_counter()
+            sim.step(steps)
+            rates[flag].append(steps / (time.perf_counter() - start))
+    warp = WarpHashGridPass(cloth_arrays(n), on.thickness, EXCLUDE_FACTOR, on.self_friction)
+    timed = TimedPasses(on, warp)
+    on._self_collision.apply = timed
+    neighbours = on._self_collision.neighbours
+    builds = neighbours.builds
+    warp.load(on.positions, on.velocities)
+    warp.pass_()  # compile
+    timed.ours.clear()
+    timed.theirs.clear()
+    on.step(steps * rounds)
+    return {
+        "n": n, "steps_on": float(np.median(rates[True])), "steps_off": float(np.median(rates[False])),
+        "ours_ms": 1e3 * float(np.mean(timed.ours)),
+        "warp_ms": 1e3 * float(np.mean(timed.theirs)),
+        "rebuilds": (neighbours.builds - builds) / (steps * rounds),
+        "pairs": neighbours.n_pairs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 128, 256])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print("| N | particles | steps/s off | steps/s on | on / off | ropesim pass ms | "
+          "Warp HashGrid pass ms | Warp / ropesim | rebuilds per step |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        r = run(n, args.rounds)
+        print(f"| {n} | {n * n:,} | {r['steps_off']:,.0f} | {r['steps_on']:,.0f} | "
+              f"{r['steps_on'] / r['steps_off']:.2f} | {r['ours_ms']:.3f} | "
+              f"{r['warp_ms']:.3f} | **{r['warp_ms'] / r['ours_ms']:.2f}x** | "
+              f"{r['rebuilds']:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""The cached candidate pairs of self-collision: a neighbour list with a skin.
+
+A build bins the primitives' centres in the spatial hash (hashing.py) with cells wide
+enough that every primitive within ``reach = thickness + skin`` (m, surface to
+surface) of another lies in one of its 27 neighbouring cells, then keeps, per
+primitive p, the primitives q > p that are within reach and not excluded:
+
+* they share a particle, or a particle of one is joined by a spring to a particle of
+  the other;
+* they belong to one connected component and their distance in the rest shape (the
+  system's initial positions) is below ``EXCLUDE_FACTOR x thickness``: such pairs start
+  close, so pushing them apart would fight the springs.
+
+The list stays valid while no two primitives that could now touch have moved more than
+``skin`` relative to each other since the build (their distance then shrank by at most
+the skin, so they were within reach and are listed). Two checks, cheap first: no
+particle has moved more than skin / 2 relative to the mean displacement of all (a cloth
+falling or carried as a whole keeps its list; |u_i - u_j| <= |u_i - u| + |u_j - u|);
+else, no cell of a coarse grid (side DRIFT_CELLS x thickness) holds two primitives
+whose displacements differ by more than the skin (drifted_locally: a cloth swinging
+fast but smoothly keeps its list). Only when both fail is the list rebuilt.
+
+The skin adapts: a thick skin makes the list last but holds more pairs to test every
+step, and a list rebuilt every step gains nothing from it. So a list that lasted at
+most SHORT_LIVED steps makes the next skin SKIN_STEP times thinner (down to
+MIN_SKIN_FACTOR thicknesses), one that lasted LONG_LIVED steps or more SKIN_STEP times
+thicker (up to MAX_SKIN_FACTOR).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from numba import njit, prange
+
+from ..parallel import Chooser
+from .geometry import bounding_ball, pair_weights, weighted_gap
+from .hashing import HALF_SHELL, bin_points, cell_hash, table_mask
+from .primitives import Primitives
+
+#: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
+EXCLUDE_FACTOR = 3.0
+#: skin (m) in thicknesses: where it starts, its bounds, and how it adapts (see
+#: NeighbourList.update: a list that lasted at most SHORT_LIVED steps gets a thinner
+#: skin for the next build, one that lasted LONG_LIVED steps or more a thicker one)
+SKIN_FACTOR = 1.0
+MIN_SKIN_FACTOR = 0.125
+MAX_SKIN_FACTOR = 2.0
+SHORT_LIVED = 2
+LONG_LIVED = 16
+SKIN_STEP = 1.4
+#: primitives from which the query may run in parallel (parallel.Chooser picks)
+PARALLEL_PRIMITIVES = 4096
+#: side of the cells of the local drift check, in thicknesses (at least)
+DRIFT_CELLS = 4.0
+#: candidate slots per primitive to start with (doubled when a build needs more)
+START_SLOTS = 16
+
+
+@njit(cache=True, inline="always")
+def _joined(i, j, adj_start, adj_list):
+    if i == j:
+        return True
+    for u in range(adj_start[i], adj_start[i + 1]):
+        if adj_list[u] == j:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+    """Whether primitives p and q never repel (see the module docstring). The rest-shape
+    test goes first: it settles most candidates of a cloth without a scan of the springs."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    if component[a0] == component[b0]:
+        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
+        gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                  wb2)
+        if gx * gx + gy * gy + gz * gz < exclude_sq:
+            return True
+    for i in range(3):
+        ai = prims[p, i]
+        if i > 0 and ai == prims[p, i - 1]:
+            continue  # a sphere's or capsule's repeated index
+        for j in range(3):
+            bj = prims[q, j]
+            if j > 0 and bj == prims[q, j - 1]:
+                continue
+            if _joined(ai, bj, adj_start, adj_list):
+                return True
+    return False
+
+
+@njit(cache=True)
+def _centres(x, prims, centres, half):
+    """Centres (P, 3) m and bounding radii (P,) m of the primitives (bounding_ball);
+    returns the largest radius."""
+    largest = 0.0
+    for p in range(prims.shape[0]):
+        cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
+        centres[p, 0] = cx
+        centres[p, 1] = cy
+        centres[p, 2] = cz
+        half[p] = radius
+        largest = max(largest, radius)
+    return largest
+
+
+@njit(cache=True, inline="always")
+def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
+               centres, half, cells, start, order, mask, shell, slots):
+    """Candidate partners of the primitive p = order[e] (the e-th in bucket order) in
+    its own cell after it and in the 13 half-shell cells, into slots[p] (as many as
+    fit); returns how many there are. centres, half and cells are in bucket order."""
+    p = order[e]
+    capacity = slots.shape[1]
+    reach_sq = reach * reach
+    found = 0
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    cx, cy, cz = centres[e, 0], centres[e, 1], centres[e, 2]
+    for c in range(shell.shape[0] + 1):
+        i, j, k = cells[e, 0], cells[e, 1], cells[e, 2]
+        if c > 0:
+            i += shell[c - 1, 0]
+            j += shell[c - 1, 1]
+            k += shell[c - 1, 2]
+        h = cell_hash(i, j, k, mask)
+        first = e + 1 if c == 0 else start[h]
+        for f in range(first, start[h + 1]):
+            if cells[f, 0] != i or cells[f, 1] != j or cells[f, 2] != k:
+                continue
+            bound = half[e] + half[f] + reach
+            dx = cx - centres[f, 0]
+            dy = cy - centres[f, 1]
+            dz = cz - centres[f, 2]
+            if dx * dx + dy * dy + dz * dz > bound * bound:
+                continue
+            q = order[f]
+            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+            if wa0 < 0.0:
+                continue  # a pair the pass does not test (see pair_weights)
+            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                      wb2)
+            if gx * gx + gy * gy + gz * gz > reach_sq:
+                continue
+            if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+                continue
+            if found < capacity:
+                slots[p, found] = q
+            found += 1
+    return found
+
+
+@njit(cache=True)
+def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                  reach, centres, half, cells, start, order, mask, shell, slots, counts):
+    """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
+    largest count wanted (> S: the build must be redone with more slots)."""
+    largest = 0
+    for e in range(prims.shape[0]):
+        found = _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                           reach, centres, half, cells, start, order, mask, shell, slots)
+        counts[order[e]] = found
+        largest = max(largest, found)
+    return largest
+
+
+@njit(cache=True, parallel=True)
+def _query_parallel(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                    reach, centres, half, cells, start, order, mask, shell, slots, counts):
+    """_query_serial with the primitives in parallel (the same result)."""
+    for e in prange(prims.shape[0]):
+        counts[order[e]] = _query_one(e, x, prims, adj_start, adj_list, component, rest_x,
+                                      exclude_sq, reach, centres, half, cells, start, order,
+                                      mask, shell, slots)
+    largest = 0
+    for p in range(prims.shape[0]):
+        largest = max(largest, counts[p])
+    return largest
+
+
+@njit(cache=True)
+def drifted(x, x_build, limit_sq):
+    """Whether some particle moved more than sqrt(limit_sq) (m) since the build,
+    relative to the mean displacement."""
+    n = x.shape[0]
+    mx = my = mz = 0.0
+    for i in range(n):
+        mx += x[i, 0] - x_build[i, 0]
+        my += x[i, 1] - x_build[i, 1]
+        mz += x[i, 2] - x_build[i, 2]
+    mx /= n
+    my /= n
+    mz /= n
+    for i in range(n):
+        ux = x[i, 0] - x_build[i, 0] - mx
+        uy = x[i, 1] - x_build[i, 1] - my
+        uz = x[i, 2] - x_build[i, 2] - mz
+        if not ux * ux + uy * uy + uz * uz <= limit_sq:  # NaN counts as moved
+            return True
+    return False
+
+
+@njit(cache=True)
+def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
+                    touched, limit_sq):
+    """Whether two primitives that may now be within ``thickness`` (m) of each other can
+    have moved more than sqrt(limit_sq) (m) relative to each other since the build.
+
+    Each primitive's bounding ball (bounding_ball, + thickness / 2) is put into every
+    cell of side ``cell_size`` it overlaps, and each cell (bucket) keeps the bounding box
+    of the displacements of the particles put into it. Two primitives within thickness
+    have overlapping balls, so they share a cell, and the relative displacement of any two
+    of their points is at most that cell's box diagonal (hash collisions merge cells:
+    their boxes only grow). The boxes start empty (min inf, max -inf) and are emptied
+    again on the way out (only the ``touched`` buckets, listed in that scratch array)."""
+    inv = 1.0 / cell_size
+    used = 0
+    overflow = False
+    for p in range(prims.shape[0]):
+        cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
+        radius += 0.5 * thickness
+        lo_i = np.int64(math.floor((cx - radius) * inv))
+        lo_j = np.int64(math.floor((cy - radius) * inv))
+        lo_k = np.int64(math.floor((cz - radius) * inv))
+        hi_i = np.int64(math.floor((cx + radius) * inv))
+        hi_j = np.int64(math.floor((cy + radius) * inv))
+        hi_k = np.int64(math.floor((cz + radius) * inv))
+        for i in range(lo_i, hi_i + 1):
+            for j in range(lo_j, hi_j + 1):
+                for k in range(lo_k, hi_k + 1):
+                    h = cell_hash(i, j, k, mask)
+                    if box_max[h, 0] < box_min[h, 0]:
+                        if used == touched.shape[0]:  # a primitive stretched past the cells
+                            overflow = True
+                            continue
+                        touched[used] = h
+                        used += 1
+                    for corner in range(3):
+                        c = prims[p, corner]
+                        for d in range(3):
+                            u = x[c, d] - x_build[c, d]
+                            box_min[h, d] = min(box_min[h, d], u)
+                            box_max[h, d] = max(box_max[h, d], u)
+    moved = overflow
+    for u in range(used):
+        h = touched[u]
+        diagonal_sq = 0.0
+        for d in range(3):
+            diagonal_sq += (box_max[h, d] - box_min[h, d]) ** 2
+            box_min[h, d] = np.inf
+            box_max[h, d] = -np.inf
+        if not diagonal_sq <= limit_sq:  # NaN counts as moved
+            moved = True
+    return moved
+
+
+class NeighbourList:
+    """Candidate pairs (slots[p, :counts[p]]) of the primitives of a Primitives set,
+    valid for ``thickness`` (m) while the particles stay within the skin."""
+
+    def __init__(self, prims: Primitives, n_particles: int):
+        self.prims = prims
+        n_prims = prims.prims.shape[0]
+        self.mask = table_mask(n_prims)
+        self.centres = np.zeros((n_prims, 3))
+        self.half = np.zeros(n_prims)
+        self.cells = np.zeros((n_prims, 3), np.int64)
+        self.keys = np.zeros(n_prims, np.int64)
+        self.start = np.zeros(self.mask + 2, np.int64)
+        self.cursor = np.zeros(self.mask + 1, np.int64)
+        self.order = np.zeros(n_prims, np.int64)
+        self.sorted_centres = np.zeros((n_prims, 3))
+        self.sorted_half = np.zeros(n_prims)
+        self.sorted_cells = np.zeros((n_prims, 3), np.int64)
+        self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
+        self.counts = np.zeros(n_prims, np.int32)
+        self.x_build = np.zeros((n_particles, 3))
+        self.built_for = -1.0  # thickness of the last build (m), -1: never built
+        self.reach = -1.0  # thickness + skin of the last build (m)
+        self.builds = 0
+        self.chooser = Chooser()
+        self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
+        self.lived = 0  # updates since the last build
+        self.largest_half = 0.0  # m, at the last build
+        self.drift_mask = table_mask(n_prims)
+        self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
+        self.box_max = np.full((self.drift_mask + 1, 3), -np.inf)
+        # a primitive's ball overlaps at most 8 cells (the cells are wider than the balls)
+        self.touched = np.zeros(8 * n_prims, np.int64)
+
+    def update(self, x: np.ndarray, thickness: float) -> bool:
+        """Rebuild if the particles left the skin or the thickness changed; True if
+        rebuilt."""
+        skin = self.skin
+        self.lived += 1
+        if self.built_for == thickness:
+            if not drifted(x, self.x_build, 0.25 * skin * skin):
+                return False
+            p = self.prims
+            cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
+            if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
+                                   self.drift_mask, self.box_min, self.box_max, self.touched,
+                                   skin * skin):
+                return False
+        if self.built_for == thickness:  # the list ran out: adapt the skin
+            if self.lived <= SHORT_LIVED:
+                self.skin_factor = max(MIN_SKIN_FACTOR, self.skin_factor / SKIN_STEP)
+            elif self.lived >= LONG_LIVED:
+                self.skin_factor = min(MAX_SKIN_FACTOR, self.skin_factor * SKIN_STEP)
+        self.build(x, thickness)
+        return True
+
+    def build(self, x: np.ndarray, thickness: float) -> None:
+        """Find the candidate pairs of the positions x (n, 3) m now."""
+        p = self.prims
+        reach = (1.0 + self.skin_factor) * thickness
+        exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
+        self.largest_half = _centres(x, p.prims, self.centres, self.half)
+        cell_size = 2.0 * self.largest_half + reach
+        bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
+                   self.start, self.cursor, self.order, self.sorted_centres, self.sorted_half,
+                   self.sorted_cells)
+        while True:
+            parallel = self.prims.prims.shape[0] >= PARALLEL_PRIMITIVES and self.chooser.parallel()
+            query = _query_parallel if parallel else _query_serial
+            began = time.perf_counter()
+            largest = query(x, p.prims, p.adj_start, p.adj_list, p.component,
+                            p.rest_x, exclude_sq, reach, self.sorted_centres,
+                            self.sorted_half, self.sorted_cells, self.start, self.order,
+                            self.mask, HALF_SHELL, self.slots, self.counts)
+            self.chooser.record(parallel, began)
+            if largest <= self.slots.shape[1]:
+                break
+            self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
+        self.x_build[:] = x
+        self.built_for = thickness
+        self.reach = reach
+        self.lived = 0
+        self.builds += 1
+
+    @property
+    def skin(self) -> float:
+        """Skin (m) of the current list (reach - thickness)."""
+        return self.reach - self.built_for
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.counts.sum())
