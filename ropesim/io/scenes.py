@@ -11,8 +11,8 @@ A scene file looks like::
     [ground]                     # optional: height (m), friction
     [[spheres]]                  # optional, repeatable: center (m), radius (m), friction
     [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
-    [xpbd]                       # optional solver settings: substeps, iterations, compliance (m/N)
-    [vbd]                        # optional solver settings: iterations, chebyshev_rho, initialisation
+    [xpbd]                       # optional: substeps, iterations, compliance (m/N)
+    [vbd]                        # optional: iterations, chebyshev_rho, initialisation
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
 file fails with a :class:`SceneError` naming the file and the key before any work.
