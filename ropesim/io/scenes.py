@@ -17,8 +17,8 @@ A scene file looks like::
                                  # may move: velocity (m/s), spin (deg/s vector),
                                  # keyframes ([t s, x, y, z m] of the centre)
     [camera]                     # optional viewer hints: azimuth, elevation, fov_y (deg), distance, target (m)
-    [xpbd]                       # optional solver settings: substeps, iterations, compliance (m/N)
-    [vbd]                        # optional solver settings: iterations, chebyshev_rho, initialisation
+    [xpbd]                       # optional: substeps, iterations, compliance (m/N)
+    [vbd]                        # optional: iterations, chebyshev_rho, initialisation
 
 Everything is validated when a scene is loaded (the system is built once), so a bad
 file fails with a :class:`SceneError` naming the file and the key before any work.

@@ -42,9 +42,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.grid import grid_layout
-from ..kernels.grid_vbd import (chebyshev_omega, chebyshev_step, grid_colour_pattern,
-                                grid_vertex_colouring, newton_move, spring_terms,
-                                vbd_grid_sweeps, vbd_grid_sweeps_parallel)
+from ..kernels.grid_vbd import (add_spring, chebyshev_omega, chebyshev_step,
+                                grid_colour_pattern, grid_vertex_colouring, inertia_block,
+                                newton_move, vbd_grid_sweeps, vbd_grid_sweeps_parallel)
 from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
@@ -119,30 +119,11 @@ def _descend(lo, hi, order, x, x_t, y, inv_mass, fixed, adj_starts, adj_springs,
         if fixed[i]:
             force_sq[i] = 0.0
             continue
-        m_h2 = inv_h * inv_h / inv_mass[i]
-        fx = m_h2 * (y[i, 0] - x[i, 0])
-        fy = m_h2 * (y[i, 1] - x[i, 1])
-        fz = m_h2 * (y[i, 2] - x[i, 2])
-        hxx = m_h2
-        hyy = m_h2
-        hzz = m_h2
-        hxy = 0.0
-        hxz = 0.0
-        hyz = 0.0
+        block = inertia_block(x, y, i, inv_mass, inv_h)
         for a in range(adj_starts[i], adj_starts[i + 1]):
             s = adj_springs[a]
-            tx, ty, tz, txx, tyy, tzz, txy, txz, tyz = spring_terms(
-                x, x_t, i, adj_others[a], rest[s], k[s], c[s], inv_h)
-            fx += tx
-            fy += ty
-            fz += tz
-            hxx += txx
-            hyy += tyy
-            hzz += tzz
-            hxy += txy
-            hxz += txz
-            hyz += tyz
-        force_sq[i] = newton_move(x, i, fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz)
+            block = add_spring(block, x, x_t, i, adj_others[a], rest[s], k[s], c[s], inv_h)
+        force_sq[i] = newton_move(x, i, block)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)

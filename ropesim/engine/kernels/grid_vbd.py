@@ -9,7 +9,8 @@ dr + a dc = 0 mod p: then the two ends of every spring differ in colour. The clo
 six families (bend springs two apart included) need p = 5 (a = 2): five colours.
 The spring-list path uses the same colours on a grid (``grid_vertex_colouring``) and
 visits a particle's springs in the same order (by spring index), with the same
-arithmetic (``spring_terms``, ``newton_move``), so the two give the same bits.
+arithmetic (``inertia_block``, ``add_spring``, ``newton_move``), so the two give the
+same bits.
 """
 
 from __future__ import annotations
@@ -80,8 +81,27 @@ def spring_terms(x, x_t, i, j, rest, k, c, inv_h):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def newton_move(x, i, fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz):
-    """x_i += H^-1 f (no move if H is singular); returns |f|^2, N^2."""
+def inertia_block(x, y, i, inv_mass, inv_h):
+    """The inertia term of particle i's block: (f = m/h^2 (y_i - x_i), H = m/h^2 I) as
+    the 9-tuple (fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz) that add_spring grows."""
+    m_h2 = inv_h * inv_h / inv_mass[i]
+    return (m_h2 * (y[i, 0] - x[i, 0]), m_h2 * (y[i, 1] - x[i, 1]), m_h2 * (y[i, 2] - x[i, 2]),
+            m_h2, m_h2, m_h2, 0.0, 0.0, 0.0)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def add_spring(block, x, x_t, i, j, rest, k, c, inv_h):
+    """block + the spring_terms of the spring from j to i, entry by entry."""
+    t = spring_terms(x, x_t, i, j, rest, k, c, inv_h)
+    return (block[0] + t[0], block[1] + t[1], block[2] + t[2], block[3] + t[3],
+            block[4] + t[4], block[5] + t[5], block[6] + t[6], block[7] + t[7],
+            block[8] + t[8])
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def newton_move(x, i, block):
+    """x_i += H^-1 f for the 9-tuple block (no move if H is singular); returns |f|^2."""
+    fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz = block
     ixx, iyy, izz, ixy, ixz, iyz = inverse_3x3(hxx, hyy, hzz, hxy, hxz, hyz)
     x[i, 0] += ixx * fx + ixy * fy + ixz * fz
     x[i, 1] += ixy * fx + iyy * fy + iyz * fz
@@ -96,16 +116,7 @@ def descend_grid_particle(x, x_t, y, inv_mass, rest, k, c, inv_h, rows, cols, bl
     the blocks (in spring-index order: in each block the spring ending at it, then the
     one starting at it); returns |f|^2 before the step."""
     i = r * cols + col
-    m_h2 = inv_h * inv_h / inv_mass[i]
-    fx = m_h2 * (y[i, 0] - x[i, 0])
-    fy = m_h2 * (y[i, 1] - x[i, 1])
-    fz = m_h2 * (y[i, 2] - x[i, 2])
-    hxx = m_h2
-    hyy = m_h2
-    hzz = m_h2
-    hxy = 0.0
-    hxz = 0.0
-    hyz = 0.0
+    block = inertia_block(x, y, i, inv_mass, inv_h)
     for b in range(blocks.shape[0]):
         dr, dc, first, c0, c1 = (blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3],
                                  blocks[b, 4])
@@ -116,18 +127,8 @@ def descend_grid_particle(x, x_t, y, inv_mass, rest, k, c, inv_h, rows, cols, bl
             if 0 <= r0 < rows - dr and c0 <= c_0 < c1:
                 s = first + r0 * width + c_0 - c0
                 j = i - dr * cols - dc if end == 0 else i + dr * cols + dc
-                tx, ty, tz, txx, tyy, tzz, txy, txz, tyz = spring_terms(
-                    x, x_t, i, j, rest[s], k[s], c[s], inv_h)
-                fx += tx
-                fy += ty
-                fz += tz
-                hxx += txx
-                hyy += tyy
-                hzz += tzz
-                hxy += txy
-                hxz += txz
-                hyz += tyz
-    return newton_move(x, i, fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz)
+                block = add_spring(block, x, x_t, i, j, rest[s], k[s], c[s], inv_h)
+    return newton_move(x, i, block)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)

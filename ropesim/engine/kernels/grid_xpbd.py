@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from .grid import GridLayout
-from .particles import MIN_LENGTH, hold, speed_result, spring_vector, track_speed
+from .particles import MIN_LENGTH, hold, speed_result, track_speed
 
 def grid_edge_colouring(layout: GridLayout) -> tuple[np.ndarray, np.ndarray]:
     """(order, starts), int64, like colouring.edge_colouring: springs
