@@ -261,7 +261,7 @@ class Simulation(TopologyEditing):
                                    self._params.rest_lengths, self._params.stiffness,
                                    self._params.damping, self._params.mass,
                                    self._params.gravity, self._dt)
-        self._health.energy_check = not self._contact_set.moving  # moving colliders do work
+        self._watch_energy()
         self._ring = CheckpointRing(n, dtype, RING_SIZE)
         self._ring.save(self._x, self._v, 0.0, 0)
         self._rebase_due = False
@@ -446,8 +446,8 @@ class Simulation(TopologyEditing):
         check_fits_dtype(packed.reach, self.dtype, "contacts (collider extent)", "m")
         self._contact_set = packed
         self._contacts = value
-        if hasattr(self, "_health"):  # moving colliders do work, like attached forces
-            self._health.energy_check = not self._model.forces and not packed.moving
+        if hasattr(self, "_health"):
+            self._watch_energy()
             self._rebase_due = True
 
     def move_collider(self, i: int, **changes: Any) -> None:
@@ -458,8 +458,13 @@ class Simulation(TopologyEditing):
         collider = moved(self._contacts[index], self._state.time, changes)
         self._contact_set.repose(index, collider)
         self._contacts = self._contacts[:index] + (collider,) + self._contacts[index + 1:]
-        self._health.energy_check = not self._model.forces and not self._contact_set.moving
+        self._watch_energy()
         self._rebase_due = True  # a collider put onto the cloth gives it energy
+
+    def _watch_energy(self) -> None:
+        """Attached forces and moving colliders do work the energy criterion cannot see
+        (docs/divergence.md): it is off while any acts."""
+        self._health.energy_check = not self._model.forces and not self._contact_set.moving
 
     @property
     def cg_tolerance(self) -> float:
@@ -548,8 +553,7 @@ class Simulation(TopologyEditing):
         if flags & (Changed.STIFFNESS | Changed.MASS | Changed.FIXED):
             self._stable_dt = None
         if flags & Changed.FORCES:
-            # attached forces do work the energy criterion cannot see (docs/divergence.md)
-            self._health.energy_check = not self._model.forces and not self._contact_set.moving
+            self._watch_energy()
             self._health.gravity = self._model.gravity()
         self._rebase_due = True  # the health check's energy reference starts again
 
