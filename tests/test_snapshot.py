@@ -235,3 +235,16 @@ def test_front_door_exports_simstate():
     assert rs.SimState is SimState
     sim = rs.Simulation(rs.rope(5, 1.0), dt=1e-3)
     assert isinstance(sim.get_state(), rs.SimState)
+
+
+def test_the_analysis_guide_example_runs_as_written():
+    """docs/analysis.md's example (a rewind, bit-exact, and a budget that closes)."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "analysis.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(compile(blocks[0], str(doc), "exec"), namespace)
+    assert namespace["sim"].step_count == 4000 and namespace["budget"].steps == 4000
