@@ -40,17 +40,27 @@ def run(sim: Simulation, steps: int, grab_moves: bool = True) -> None:
         sim.step(10)
 
 
+def every_integrator_and_dtype(test):
+    """Parametrize ``test(integrator, dtype)`` over INTEGRATORS x DTYPES."""
+    test = pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)(test)
+    return pytest.mark.parametrize("integrator", list(INTEGRATORS))(test)
+
+
+def snapshot_after(integrator: str, dtype, steps: int) -> tuple[Simulation, SimState]:
+    """A busy cloth run ``steps`` steps, and its state then."""
+    sim = busy_cloth(integrator, dtype)
+    run(sim, steps)
+    return sim, sim.get_state()
+
+
 def same_arrays(a: Simulation, b: Simulation) -> bool:
     return (np.array_equal(a.positions, b.positions)
             and np.array_equal(a.velocities, b.velocities))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@every_integrator_and_dtype
 def test_restore_then_step_equals_never_having_left(integrator, dtype):
-    sim = busy_cloth(integrator, dtype)
-    run(sim, 60)
-    state = sim.get_state()
+    sim, state = snapshot_after(integrator, dtype, 60)
     run(sim, 80)
     expected_x, expected_v = sim.positions.copy(), sim.velocities.copy()
     expected_time, expected_steps = sim.time, sim.step_count
@@ -63,15 +73,12 @@ def test_restore_then_step_equals_never_having_left(integrator, dtype):
     assert (sim.time, sim.step_count) == (expected_time, expected_steps)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@every_integrator_and_dtype
 def test_state_restored_into_a_fresh_simulation_runs_the_same(integrator, dtype):
     """A fresh simulation of the same system, with other parameters and another
     integrator, continues exactly like the original once given its state (so warm
     data, parameters, pins, grab, forces and tearing all travel with the state)."""
-    original = busy_cloth(integrator, dtype)
-    run(original, 60)
-    state = original.get_state()
+    original, state = snapshot_after(integrator, dtype, 60)
 
     other = Simulation(original.system, dt=1e-4, dtype=dtype,
                        integrator="backward_euler" if integrator != "backward_euler"
@@ -88,12 +95,9 @@ def test_state_restored_into_a_fresh_simulation_runs_the_same(integrator, dtype)
     assert np.array_equal(original.broken, other.broken)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@every_integrator_and_dtype
 def test_round_trip_gives_back_the_same_state(integrator, dtype):
-    sim = busy_cloth(integrator, dtype)
-    run(sim, 40)
-    state = sim.get_state()
+    sim, state = snapshot_after(integrator, dtype, 40)
     run(sim, 30)
     sim.set_stiffness(sim.stiffness * 2)
     sim.pin(3)
