@@ -278,11 +278,13 @@ def restore(sim: Any, state: SimState) -> None:
         vars(force).update(_thawed_value(attributes))
     model.cg_tolerance = state.cg_tolerance
     model.cg_max_iterations = state.cg_max_iterations
-    sim.dt = state.dt
+    if state.dt != sim.dt:  # the setters check stability: only on a change
+        sim.dt = state.dt
     sim.substeps = state.substeps
     sim.contacts = state.contacts
     sim.max_speed = state.max_speed
-    sim.integrator = state.integrator
+    if state.integrator != sim.integrator:
+        sim.integrator = state.integrator
     integrator = sim._integrator
     integrator.load_warm(_thawed_value(state.warm))
     integrator.stats = dataclasses.replace(state.stats)
