@@ -188,6 +188,10 @@ def test_refused_state_leaves_the_simulation_untouched():
     before = sim.get_state()
     with pytest.raises(ValueError):
         sim.set_state(Simulation(builders.rope(12, 1.0), dt=1e-3).get_state())
+    unknown = dataclasses.replace(Simulation(builders.rope(10, 1.0), dt=1e-3).get_state(),
+                                  integrator="no_such_integrator")
+    with pytest.raises(ValueError, match="integrator: unknown name 'no_such_integrator'"):
+        sim.set_state(unknown)
     assert np.array_equal(sim.positions, before.positions) and sim.step_count == 20
 
 

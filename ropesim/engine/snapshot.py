@@ -40,7 +40,7 @@ import numpy as np
 
 from .contacts import Contact
 from .energy_budget import EnergyLedger
-from .integrators.base import SolverStats
+from .integrators.base import SolverStats, get_integrator
 from .state import Changed
 
 def frozen_copy(array: np.ndarray) -> np.ndarray:
@@ -244,6 +244,7 @@ def check_compatible(sim: Any, state: Any) -> None:
     if state.dtype != sim.dtype:
         raise ValueError(f"state.positions: the state is {state.dtype}, this simulation "
                          f"runs {sim.dtype}; allowed: a state of a {sim.dtype} simulation")
+    get_integrator(state.integrator)  # still registered (else ValueError, nothing changed)
 
 
 def restore(sim: Any, state: SimState) -> None:
