@@ -98,8 +98,9 @@ CHUNKS = 64
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _motion_chunk(lo, hi, x0, v0, x1, v1, spring_a, spring_b, rest, k, c):
-    """(elastic energy at S1, the dampers' loss) of springs lo..hi-1, J (motion_terms)."""
+def _motion_chunk(lo, hi, x0, v0, x1, v1, spring_a, spring_b, rest, k, c, out):
+    """out[0:2] = (elastic energy at S1, the dampers' loss) of springs lo..hi-1, J
+    (motion_terms)."""
     elastic = 0.0
     loss = 0.0
     tiny = MIN_LENGTH * MIN_LENGTH
@@ -126,7 +127,18 @@ def _motion_chunk(lo, hi, x0, v0, x1, v1, spring_a, spring_b, rest, k, c):
                   + (np.float64(v1[a, 2]) - v1[b, 2]) * d1z) / sq1
         loss += 0.5 * c[s] * (r0 * (d0x * ex + d0y * ey + d0z * ez)
                               + r1 * (d1x * ex + d1y * ey + d1z * ez))
-    return elastic, loss
+    out[0] = elastic
+    out[1] = loss
+
+
+@njit(cache=True, inline="always")
+def _total(partial, out):
+    """out[0:2] = the column sums of partial (CHUNKS, 2), in slice order."""
+    out[0] = 0.0
+    out[1] = 0.0
+    for t in range(CHUNKS):
+        out[0] += partial[t, 0]
+        out[1] += partial[t, 1]
 
 
 @njit(cache=True, error_model="numpy")
@@ -137,16 +149,10 @@ def motion_terms(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, partial, out):
     Springs shorter than MIN_LENGTH have no direction and no damper force. Summed in
     CHUNKS slices (partial (CHUNKS, 2) scratch), as motion_terms_parallel."""
     m = spring_a.shape[0]
-    for t in range(CHUNKS):
-        e, d = _motion_chunk(m * t // CHUNKS, m * (t + 1) // CHUNKS, x0, v0, x1, v1,
-                             spring_a, spring_b, rest, k, c)
-        partial[t, 0] = e
-        partial[t, 1] = d
-    out[0] = 0.0
-    out[1] = 0.0
-    for t in range(CHUNKS):
-        out[0] += partial[t, 0]
-        out[1] += partial[t, 1]
+    for t in range(CHUNKS):  # serial
+        _motion_chunk(m * t // CHUNKS, m * (t + 1) // CHUNKS, x0, v0, x1, v1, spring_a,
+                      spring_b, rest, k, c, partial[t])
+    _total(partial, out)
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
@@ -154,15 +160,9 @@ def motion_terms_parallel(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, partia
     """motion_terms with the slices in parallel (identical results)."""
     m = spring_a.shape[0]
     for t in prange(CHUNKS):
-        e, d = _motion_chunk(m * t // CHUNKS, m * (t + 1) // CHUNKS, x0, v0, x1, v1,
-                             spring_a, spring_b, rest, k, c)
-        partial[t, 0] = e
-        partial[t, 1] = d
-    out[0] = 0.0
-    out[1] = 0.0
-    for t in range(CHUNKS):
-        out[0] += partial[t, 0]
-        out[1] += partial[t, 1]
+        _motion_chunk(m * t // CHUNKS, m * (t + 1) // CHUNKS, x0, v0, x1, v1, spring_a,
+                      spring_b, rest, k, c, partial[t])
+    _total(partial, out)
 
 
 @njit(cache=True, error_model="numpy")
