@@ -16,8 +16,9 @@ tearing and the strain limit, S3 after the contacts (its end). Between them:
 - S1 -> S2: springs that broke take their elastic energy with them and the strain limit
   removes stretch and stretching speed: the measured energy drop (``tearing``).
 - S2 -> S3: the contacts' measured energy drop, split into friction (the kinetic energy
-  of the tangential velocity the contacts removed, ``friction``) and the rest: the
-  inward normal velocity removed and the energy of pushing particles out (``contact``).
+  of the tangential velocity the contacts removed, tangential to the direction each
+  particle was pushed out along, ``friction``) and the rest: the inward normal velocity
+  removed and the energy of pushing particles out (``contact``).
 - Between steps, whatever changed the energy outside a step (a pinned or any particle
   moved by hand, a pluck, a parameter edit, a reset of gravity) is ``user``.
 
@@ -208,41 +209,32 @@ def force_work(f0, f1, x0, x1, fixed):
 
 
 @njit(cache=True)
-def friction_loss(x, v, v_before, mass, fixed, grounds, spheres, planar):
+def friction_loss(x, v, x_before, v_before, mass, fixed):
     """Kinetic energy of the tangential velocity the contacts took, J: for each free
-    particle whose velocity changed, the normal of the obstacle it now lies on (the
-    ground, or the sphere whose surface is nearest) splits the change into the normal
-    part (removed inward speed) and the tangential rest (friction)."""
+    particle whose velocity changed, the direction the contact pushed it out along (its
+    position change, the obstacle's normal there) splits the kinetic energy change into
+    the normal part (removed inward speed) and the tangential rest (friction). A
+    particle whose velocity changed without a push counts wholly as normal."""
     total = 0.0
     for i in range(x.shape[0]):
         if fixed[i]:
             continue
         if v[i, 0] == v_before[i, 0] and v[i, 1] == v_before[i, 1] and v[i, 2] == v_before[i, 2]:
             continue
-        nx, ny, nz = 0.0, 1.0, 0.0
-        best = math.inf
-        for g in range(grounds.shape[0]):
-            gap = abs(np.float64(x[i, 1]) - grounds[g, 0])
-            if gap < best:
-                best = gap
-        for s in range(spheres.shape[0]):
-            dx = np.float64(x[i, 0]) - spheres[s, 0]
-            dy = np.float64(x[i, 1]) - spheres[s, 1]
-            dz = 0.0 if planar else np.float64(x[i, 2]) - spheres[s, 2]
-            dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-            gap = abs(dist - spheres[s, 3])
-            if gap < best and dist > 0.0:
-                best = gap
-                nx, ny, nz = dx / dist, dy / dist, dz / dist
-        m = np.float64(mass[i])
+        nx = np.float64(x[i, 0]) - x_before[i, 0]
+        ny = np.float64(x[i, 1]) - x_before[i, 1]
+        nz = np.float64(x[i, 2]) - x_before[i, 2]
+        push = math.sqrt(nx * nx + ny * ny + nz * nz)
+        if push == 0.0:
+            continue
+        nx, ny, nz = nx / push, ny / push, nz / push
         before = (np.float64(v_before[i, 0]) ** 2 + np.float64(v_before[i, 1]) ** 2
                   + np.float64(v_before[i, 2]) ** 2)
         after = np.float64(v[i, 0]) ** 2 + np.float64(v[i, 1]) ** 2 + np.float64(v[i, 2]) ** 2
-        normal_before = (v_before[i, 0] * nx + v_before[i, 1] * ny + v_before[i, 2] * nz)
-        normal_after = (v[i, 0] * nx + v[i, 1] * ny + v[i, 2] * nz)
-        tangential_before = before - normal_before * normal_before
-        tangential_after = after - normal_after * normal_after
-        total += 0.5 * m * (tangential_before - tangential_after)
+        normal_before = v_before[i, 0] * nx + v_before[i, 1] * ny + v_before[i, 2] * nz
+        normal_after = v[i, 0] * nx + v[i, 1] * ny + v[i, 2] * nz
+        total += 0.5 * np.float64(mass[i]) * ((before - normal_before * normal_before)
+                                              - (after - normal_after * normal_after))
     return total
 
 
@@ -297,6 +289,7 @@ class EnergyLedger:
         n = sim.n_particles
         self._x0 = np.zeros((n, 3), sim.dtype)
         self._v0 = np.zeros((n, 3), sim.dtype)
+        self._x2 = np.zeros((n, 3), sim.dtype)
         self._v2 = np.zeros((n, 3), sim.dtype)
         self._f0 = np.zeros((n, 3))
         self._f1 = np.zeros((n, 3))
@@ -413,15 +406,15 @@ class EnergyLedger:
             self.terms["tearing"] += self._energy - energy
             self._energy = energy
         if sim._contacts:
+            self._x2[:] = sim._x
             self._v2[:] = sim._v
 
     def end(self, sim: Any) -> None:
         """S3 (the step's end): the contacts' loss, split into friction and the rest."""
         if sim._contacts:
             energy = self._measure(sim)
-            friction = float(friction_loss(sim._x, sim._v, self._v2, sim._params.mass,
-                                           sim._params.fixed, sim._grounds, sim._spheres,
-                                           sim.planar))
+            friction = float(friction_loss(sim._x, sim._v, self._x2, self._v2,
+                                           sim._params.mass, sim._params.fixed))
             self.terms["friction"] += friction
             self.terms["contact"] += self._energy - energy - friction
             self._energy = energy
