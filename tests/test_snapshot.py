@@ -175,6 +175,12 @@ def test_state_of_a_different_size_is_refused_naming_the_field():
     assert plain.n_particles == sheared.n_particles and plain.n_springs != sheared.n_springs
     with pytest.raises(ValueError, match=r"state\.stiffness: the state has \d+ springs"):
         plain.set_state(sheared)
+    # the same counts, other pairs: a chain 0-1-2-3 and a star around 0
+    points = [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]
+    chain = Simulation(rs.SpringSystem(points, [[0, 1], [1, 2], [2, 3]]), dt=1e-3)
+    star = Simulation(rs.SpringSystem(points, [[0, 1], [0, 2], [0, 3]]), dt=1e-3)
+    with pytest.raises(ValueError, match=r"state\.springs: the state's springs join other"):
+        chain.set_state(star.get_state())
     single = Simulation(builders.rope(10, 1.0), dt=1e-3, dtype=np.float32).get_state()
     with pytest.raises(ValueError, match=r"state\.positions: the state is float32"):
         sim.set_state(single)
@@ -201,13 +207,15 @@ def test_nbytes_counts_every_array_and_states_are_read_only():
     n, m = sim.n_particles, sim.n_springs
     assert state.nbytes == sum(array.nbytes for array in state.arrays())
     # positions, velocities, VBD's v_start: 3 (n, 3) float64; masses, inverse masses
-    # (n,) float64; pins (n,) bool; stiffness, damping, rest lengths (m,) float64, break
+    # (n,) float64; pins (n,) bool; the springs (m, 2) int32; stiffness, damping, rest
+    # lengths (m,) float64, break
     # strains (m,) float64, broken (m,) bool; gravity and grab target (3,); the wind's
     # arrays (its air velocity, gust modes and the triangles it is bound to)
     wind = sim.force_parts()[-1]
     wind_bytes = sum(value.nbytes for value in vars(wind).values()
                      if isinstance(value, np.ndarray))
-    assert state.nbytes == 3 * n * 24 + 2 * n * 8 + n + 4 * m * 8 + m + 48 + wind_bytes
+    assert state.nbytes == (3 * n * 24 + 2 * n * 8 + n + m * 8 + 4 * m * 8 + m + 48
+                            + wind_bytes)
     with pytest.raises(ValueError):
         state.positions[0, 0] = 1.0
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -223,7 +231,7 @@ def test_unchanged_parameters_are_shared_between_consecutive_states():
     assert second.stiffness is first.stiffness and second.mass is first.mass
     assert second.positions is not first.positions
     shared = ("stiffness", "damping", "rest_lengths", "mass", "inv_mass", "break_strain",
-              "broken", "pinned")
+              "broken", "pinned", "springs")
     assert all(getattr(second, name) is getattr(first, name) for name in shared)
     shared_bytes = sum(getattr(second, name).nbytes for name in shared)
     wind_first, wind_second = first.forces[0][1], second.forces[0][1]
