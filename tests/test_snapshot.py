@@ -264,3 +264,12 @@ def test_the_analysis_guide_example_runs_as_written():
     namespace: dict = {}
     exec(compile(blocks[0], str(doc), "exec"), namespace)
     assert namespace["sim"].step_count == 4000 and namespace["budget"].steps == 4000
+
+
+def test_contacts_changed_after_the_snapshot_come_back():
+    sim = busy_cloth("symplectic_euler", np.float64)
+    floor = sim.contacts
+    state = sim.get_state()
+    sim.contacts = [Ground(height=0.5, friction=0.0)]
+    sim.set_state(state)
+    assert sim.contacts == floor

@@ -292,7 +292,10 @@ def restore(sim: Any, state: SimState) -> None:
     if state.dt != sim.dt:  # the setters check stability: only on a change
         sim.dt = state.dt
     sim.substeps = state.substeps
-    sim.contacts = state.contacts
+    current = sim.contacts
+    if len(current) != len(state.contacts) or any(
+            kept is not now for kept, now in zip(state.contacts, current)):
+        sim.contacts = state.contacts  # packed again only on a change (meshes are costly)
     sim.max_speed = state.max_speed
     if state.integrator != sim.integrator:
         sim.integrator = state.integrator
