@@ -40,17 +40,27 @@ def run(sim: Simulation, steps: int, grab_moves: bool = True) -> None:
         sim.step(10)
 
 
+def every_integrator_and_dtype(test):
+    """Parametrize ``test(integrator, dtype)`` over INTEGRATORS x DTYPES."""
+    test = pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)(test)
+    return pytest.mark.parametrize("integrator", list(INTEGRATORS))(test)
+
+
+def snapshot_after(integrator: str, dtype, steps: int) -> tuple[Simulation, SimState]:
+    """A busy cloth run ``steps`` steps, and its state then."""
+    sim = busy_cloth(integrator, dtype)
+    run(sim, steps)
+    return sim, sim.get_state()
+
+
 def same_arrays(a: Simulation, b: Simulation) -> bool:
     return (np.array_equal(a.positions, b.positions)
             and np.array_equal(a.velocities, b.velocities))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@every_integrator_and_dtype
 def test_restore_then_step_equals_never_having_left(integrator, dtype):
-    sim = busy_cloth(integrator, dtype)
-    run(sim, 60)
-    state = sim.get_state()
+    sim, state = snapshot_after(integrator, dtype, 60)
     run(sim, 80)
     expected_x, expected_v = sim.positions.copy(), sim.velocities.copy()
     expected_time, expected_steps = sim.time, sim.step_count
@@ -63,15 +73,12 @@ def test_restore_then_step_equals_never_having_left(integrator, dtype):
     assert (sim.time, sim.step_count) == (expected_time, expected_steps)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@every_integrator_and_dtype
 def test_state_restored_into_a_fresh_simulation_runs_the_same(integrator, dtype):
     """A fresh simulation of the same system, with other parameters and another
     integrator, continues exactly like the original once given its state (so warm
     data, parameters, pins, grab, forces and tearing all travel with the state)."""
-    original = busy_cloth(integrator, dtype)
-    run(original, 60)
-    state = original.get_state()
+    original, state = snapshot_after(integrator, dtype, 60)
 
     other = Simulation(original.system, dt=1e-4, dtype=dtype,
                        integrator="backward_euler" if integrator != "backward_euler"
@@ -88,12 +95,9 @@ def test_state_restored_into_a_fresh_simulation_runs_the_same(integrator, dtype)
     assert np.array_equal(original.broken, other.broken)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@every_integrator_and_dtype
 def test_round_trip_gives_back_the_same_state(integrator, dtype):
-    sim = busy_cloth(integrator, dtype)
-    run(sim, 40)
-    state = sim.get_state()
+    sim, state = snapshot_after(integrator, dtype, 40)
     run(sim, 30)
     sim.set_stiffness(sim.stiffness * 2)
     sim.pin(3)
@@ -171,6 +175,12 @@ def test_state_of_a_different_size_is_refused_naming_the_field():
     assert plain.n_particles == sheared.n_particles and plain.n_springs != sheared.n_springs
     with pytest.raises(ValueError, match=r"state\.stiffness: the state has \d+ springs"):
         plain.set_state(sheared)
+    # the same counts, other pairs: a chain 0-1-2-3 and a star around 0
+    points = [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]
+    chain = Simulation(rs.SpringSystem(points, [[0, 1], [1, 2], [2, 3]]), dt=1e-3)
+    star = Simulation(rs.SpringSystem(points, [[0, 1], [0, 2], [0, 3]]), dt=1e-3)
+    with pytest.raises(ValueError, match=r"state\.springs: the state's springs join other"):
+        chain.set_state(star.get_state())
     single = Simulation(builders.rope(10, 1.0), dt=1e-3, dtype=np.float32).get_state()
     with pytest.raises(ValueError, match=r"state\.positions: the state is float32"):
         sim.set_state(single)
@@ -184,6 +194,10 @@ def test_refused_state_leaves_the_simulation_untouched():
     before = sim.get_state()
     with pytest.raises(ValueError):
         sim.set_state(Simulation(builders.rope(12, 1.0), dt=1e-3).get_state())
+    unknown = dataclasses.replace(Simulation(builders.rope(10, 1.0), dt=1e-3).get_state(),
+                                  integrator="no_such_integrator")
+    with pytest.raises(ValueError, match="integrator: unknown name 'no_such_integrator'"):
+        sim.set_state(unknown)
     assert np.array_equal(sim.positions, before.positions) and sim.step_count == 20
 
 
@@ -193,13 +207,15 @@ def test_nbytes_counts_every_array_and_states_are_read_only():
     n, m = sim.n_particles, sim.n_springs
     assert state.nbytes == sum(array.nbytes for array in state.arrays())
     # positions, velocities, VBD's v_start: 3 (n, 3) float64; masses, inverse masses
-    # (n,) float64; pins (n,) bool; stiffness, damping, rest lengths (m,) float64, break
+    # (n,) float64; pins (n,) bool; the springs (m, 2) int32; stiffness, damping, rest
+    # lengths (m,) float64, break
     # strains (m,) float64, broken (m,) bool; gravity and grab target (3,); the wind's
     # arrays (its air velocity, gust modes and the triangles it is bound to)
     wind = sim.force_parts()[-1]
     wind_bytes = sum(value.nbytes for value in vars(wind).values()
                      if isinstance(value, np.ndarray))
-    assert state.nbytes == 3 * n * 24 + 2 * n * 8 + n + 4 * m * 8 + m + 48 + wind_bytes
+    assert state.nbytes == (3 * n * 24 + 2 * n * 8 + n + m * 8 + 4 * m * 8 + m + 48
+                            + wind_bytes)
     with pytest.raises(ValueError):
         state.positions[0, 0] = 1.0
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -215,7 +231,7 @@ def test_unchanged_parameters_are_shared_between_consecutive_states():
     assert second.stiffness is first.stiffness and second.mass is first.mass
     assert second.positions is not first.positions
     shared = ("stiffness", "damping", "rest_lengths", "mass", "inv_mass", "break_strain",
-              "broken", "pinned")
+              "broken", "pinned", "springs")
     assert all(getattr(second, name) is getattr(first, name) for name in shared)
     shared_bytes = sum(getattr(second, name).nbytes for name in shared)
     wind_first, wind_second = first.forces[0][1], second.forces[0][1]
@@ -235,3 +251,25 @@ def test_front_door_exports_simstate():
     assert rs.SimState is SimState
     sim = rs.Simulation(rs.rope(5, 1.0), dt=1e-3)
     assert isinstance(sim.get_state(), rs.SimState)
+
+
+def test_the_analysis_guide_example_runs_as_written():
+    """docs/analysis.md's example (a rewind, bit-exact, and a budget that closes)."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "analysis.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    namespace: dict = {}
+    exec(compile(blocks[0], str(doc), "exec"), namespace)
+    assert namespace["sim"].step_count == 4000 and namespace["budget"].steps == 4000
+
+
+def test_contacts_changed_after_the_snapshot_come_back():
+    sim = busy_cloth("symplectic_euler", np.float64)
+    floor = sim.contacts
+    state = sim.get_state()
+    sim.contacts = [Ground(height=0.5, friction=0.0)]
+    sim.set_state(state)
+    assert sim.contacts == floor

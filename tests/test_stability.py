@@ -9,7 +9,9 @@ import pytest
 
 from ropesim.engine import builders
 from ropesim.engine.simulation import Simulation, SimulationDiverged
-from ropesim.engine.stability import StabilityGauge, stability_limit, stability_margin
+from ropesim.engine.stability import (
+    StabilityGauge, guaranteed_limit, stability_limit, stability_margin,
+)
 from ropesim.io.scenes import load
 
 
@@ -103,3 +105,49 @@ def test_gauge_does_not_recompute_while_nothing_changed(monkeypatch):
     sim.set_damping(1.0)
     with pytest.raises(AssertionError, match="recomputed"):
         gauge.limit()
+
+
+def test_dt_warning_comes_exactly_past_the_gauges_limit():
+    """The warning for an explicit integrator uses the gauge's estimate, not the
+    conservative Gershgorin bound (stable_dt) it replaced: 0.9 x the limit is quiet
+    although it is past the bound, 1.1 x warns and names the limit."""
+    cloth = builders.cloth(10, 10, 0.05, mass=0.01, stiffness=1000.0)
+    limit = stability_limit(Simulation(cloth, dt=1e-5))
+    assert limit > 1.3 * cloth.stable_dt()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Simulation(cloth, dt=0.9 * limit)
+    with pytest.warns(RuntimeWarning, match=rf"stable step .* gauge puts it at {limit:.3g} s"):
+        Simulation(cloth, dt=1.1 * limit)
+
+
+def test_switching_to_an_explicit_integrator_past_the_limit_warns():
+    cloth = builders.cloth(10, 10, 0.05, mass=0.01, stiffness=1000.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sim = Simulation(cloth, dt=1e-5)
+        limit = stability_limit(sim)
+        sim.integrator = "backward_euler"
+        sim.dt = 1.5 * limit  # implicit: quiet
+    with pytest.warns(RuntimeWarning, match="stable step"):
+        sim.integrator = "verlet"
+
+
+def test_heavy_damping_lowers_the_limit_below_the_undamped_bound_and_still_warns():
+    """Damping c enters the limit (w^2 dt^2 + 2 b dt = 4): with heavy dampers the limit
+    falls below the undamped Gershgorin bound, and the quick check before the gauge
+    (guaranteed_limit) counts the dampers, so a dt between the two still warns."""
+    rope = builders.rope(16, 1.0, stiffness=200.0, damping=20.0)
+    sim = Simulation(rope, dt=1e-5)
+    limit = stability_limit(sim)
+    assert guaranteed_limit(sim) <= limit < rope.stable_dt()
+    with pytest.warns(RuntimeWarning, match="stable step"):
+        Simulation(rope, dt=0.5 * (limit + rope.stable_dt()))
+
+
+@pytest.mark.parametrize("damping", [0.0, 0.5, 5.0])
+def test_guaranteed_limit_never_exceeds_the_gauge(damping):
+    for system in (builders.rope(20, 1.0, damping=damping),
+                   builders.cloth(8, 8, 0.05, damping=damping)):
+        sim = Simulation(system, dt=1e-5)
+        assert 0.0 < guaranteed_limit(sim) <= stability_limit(sim) * (1 + 1e-9)

@@ -19,6 +19,7 @@ from typing import Any
 import tomli_w
 
 from ..engine.simulation import SimulationDiverged
+from ..io.budget_table import BudgetColumns
 from ..io.interrupts import interrupt_cause, interrupt_exit_code, signals_held
 from ..io.outputs import OutputError
 from ..io.plots import PLOT_SUFFIXES, plot_energy
@@ -189,10 +190,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                          f"{sim.n_particles} particles)")
 
     bar = progress_bar(scene.name, "steps", args.quiet, args.progress)
+    # a CSV energy table gets the energy budget's columns (io/budget_table.py)
+    budget = (BudgetColumns(sim) if any(path.suffix.lower() == ".csv"
+                                        for kind, path in outputs if kind != "plot") else None)
     started = time.perf_counter()
     status = EXIT_OK
     try:
-        trajectory = record(sim, steps, every=args.every, progress=bar)
+        trajectory = record(sim, steps, every=args.every,
+                            progress=bar if budget is None else budget.progress(bar))
     except RecordingInterrupted as stop:
         trajectory = stop.trajectory
         status = stop.exit_code
@@ -202,7 +207,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     trajectory.scene_toml = _scene_toml(scene)
     if status == EXIT_OK and trajectory.diverged:
         status = EXIT_FAILED
-    written = _write_run_outputs(trajectory, outputs, args.track)
+    if budget is not None:
+        budget.finish(len(trajectory), not trajectory.interrupted)
+    written = _write_run_outputs(trajectory, outputs, args.track, budget)
 
     where = f"; wrote {', '.join(written)}" if written else " (nothing saved: add --out PATH)"
     if status == EXIT_OK:
@@ -218,7 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _write_run_outputs(trajectory: Trajectory, outputs: list[tuple[str, Path]],
-                       track: int | None) -> list[str]:
+                       track: int | None, budget: BudgetColumns | None = None) -> list[str]:
     """Write every output; stop signals wait until all are written (then act)."""
     written = []
     with signals_held():
@@ -227,6 +234,8 @@ def _write_run_outputs(trajectory: Trajectory, outputs: list[tuple[str, Path]],
                 plot_energy(trajectory, path, track=track)
             else:
                 trajectory.save(path)
+                if budget is not None and path.suffix.lower() == ".csv":
+                    budget.add_to_csv(path)
             written.append(str(path))
     return written
 

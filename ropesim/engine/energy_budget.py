@@ -16,8 +16,9 @@ tearing and the strain limit, S3 after the contacts (its end). Between them:
 - S1 -> S2: springs that broke take their elastic energy with them and the strain limit
   removes stretch and stretching speed: the measured energy drop (``tearing``).
 - S2 -> S3: the contacts' measured energy drop, split into friction (the kinetic energy
-  of the tangential velocity the contacts removed, ``friction``) and the rest: the
-  inward normal velocity removed and the energy of pushing particles out (``contact``).
+  of the tangential velocity the contacts removed, tangential to the direction each
+  particle was pushed out along, ``friction``) and the rest: the inward normal velocity
+  removed and the energy of pushing particles out (``contact``).
 - Between steps, whatever changed the energy outside a step (a pinned or any particle
   moved by hand, a pluck, a parameter edit, a reset of gravity) is ``user``.
 
@@ -37,11 +38,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from . import parallel
+from .integrators.euler import PARALLEL_MIN_SPRINGS
 
 from .kernels.particles import MIN_LENGTH
 from .state import State
@@ -88,19 +93,19 @@ def elastic_energy(x, spring_a, spring_b, rest, k):
     return total
 
 
-@njit(cache=True, error_model="numpy")
-def motion_terms(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, grabbed, out):
-    """Over the springs, from S0 = (x0, v0) to S1 = (x1, v1): out[0] = elastic energy at
-    S1 (J); out[1] = the dampers' loss, J (minus the trapezoid of their work along the
-    displacement: c ((v_a - v_b).n) (n.delta) at S0 and S1, delta the change of x_a - x_b);
-    out[2:5] and out[5:8] = the spring + damper force on particle ``grabbed`` (-1: none)
-    at S0 and at S1, N. Springs shorter than MIN_LENGTH have no direction and no force."""
+#: slices the springs are cut into for the motion pass (fixed: the sums, taken slice by
+#: slice in order, do not depend on the thread count; the serial pass sums the same way)
+CHUNKS = 64
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _motion_chunk(lo, hi, x0, v0, x1, v1, spring_a, spring_b, rest, k, c, out):
+    """out[0:2] = (elastic energy at S1, the dampers' loss) of springs lo..hi-1, J
+    (motion_terms)."""
     elastic = 0.0
     loss = 0.0
     tiny = MIN_LENGTH * MIN_LENGTH
-    for d in range(2, 8):
-        out[d] = 0.0
-    for s in range(spring_a.shape[0]):
+    for s in range(lo, hi):
         a, b = spring_a[s], spring_b[s]
         d0x = np.float64(x0[a, 0]) - x0[b, 0]
         d0y = np.float64(x0[a, 1]) - x0[b, 1]
@@ -110,8 +115,7 @@ def motion_terms(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, grabbed, out):
         d1z = np.float64(x1[a, 2]) - x1[b, 2]
         sq0 = d0x * d0x + d0y * d0y + d0z * d0z
         sq1 = d1x * d1x + d1y * d1y + d1z * d1z
-        l1 = math.sqrt(sq1)
-        stretch = l1 - rest[s]
+        stretch = math.sqrt(sq1) - rest[s]
         elastic += 0.5 * k[s] * stretch * stretch
         ex, ey, ez = d1x - d0x, d1y - d0y, d1z - d0z
         # (v_a - v_b).d / l^2: the relative normal speed over the length, 1/s
@@ -124,22 +128,71 @@ def motion_terms(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, grabbed, out):
                   + (np.float64(v1[a, 2]) - v1[b, 2]) * d1z) / sq1
         loss += 0.5 * c[s] * (r0 * (d0x * ex + d0y * ey + d0z * ez)
                               + r1 * (d1x * ex + d1y * ey + d1z * ez))
-        if grabbed >= 0 and (a == grabbed or b == grabbed):
-            sign = 1.0 if a == grabbed else -1.0
-            if sq0 >= tiny:
-                l0 = math.sqrt(sq0)
-                # -k (l - L) n - c (dv.n) n, n = d / l, on end a
-                m0 = sign * (-k[s] * (l0 - rest[s]) / l0 - c[s] * r0)
-                out[2] += m0 * d0x
-                out[3] += m0 * d0y
-                out[4] += m0 * d0z
-            if sq1 >= tiny:
-                m1 = sign * (-k[s] * stretch / l1 - c[s] * r1)
-                out[5] += m1 * d1x
-                out[6] += m1 * d1y
-                out[7] += m1 * d1z
     out[0] = elastic
     out[1] = loss
+
+
+@njit(cache=True, inline="always")
+def _total(partial, out):
+    """out[0:2] = the column sums of partial (CHUNKS, 2), in slice order."""
+    out[0] = 0.0
+    out[1] = 0.0
+    for t in range(CHUNKS):
+        out[0] += partial[t, 0]
+        out[1] += partial[t, 1]
+
+
+@njit(cache=True, error_model="numpy")
+def motion_terms(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, partial, out):
+    """Over the springs, from S0 = (x0, v0) to S1 = (x1, v1): out[0] = elastic energy at
+    S1 (J); out[1] = the dampers' loss, J (minus the trapezoid of their work along the
+    displacement: c ((v_a - v_b).n) (n.delta) at S0 and S1, delta the change of x_a - x_b).
+    Springs shorter than MIN_LENGTH have no direction and no damper force. Summed in
+    CHUNKS slices (partial (CHUNKS, 2) scratch), as motion_terms_parallel."""
+    m = spring_a.shape[0]
+    for t in range(CHUNKS):  # serial
+        _motion_chunk(m * t // CHUNKS, m * (t + 1) // CHUNKS, x0, v0, x1, v1, spring_a,
+                      spring_b, rest, k, c, partial[t])
+    _total(partial, out)
+
+
+@njit(cache=True, error_model="numpy", parallel=True)
+def motion_terms_parallel(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, partial, out):
+    """motion_terms with the slices in parallel (identical results)."""
+    m = spring_a.shape[0]
+    for t in prange(CHUNKS):
+        _motion_chunk(m * t // CHUNKS, m * (t + 1) // CHUNKS, x0, v0, x1, v1, spring_a,
+                      spring_b, rest, k, c, partial[t])
+    _total(partial, out)
+
+
+@njit(cache=True, error_model="numpy")
+def grab_forces(x0, v0, x1, v1, spring_a, spring_b, rest, k, c, touching, grabbed, out):
+    """out[0:3], out[3:6] = the spring + damper force on particle ``grabbed`` at S0 and
+    at S1, N, from the springs ``touching`` it: -k (l - L) n - c ((v_a - v_b).n) n on
+    end a, the opposite on end b (none for a spring shorter than MIN_LENGTH)."""
+    for d in range(6):
+        out[d] = 0.0
+    for e in range(touching.shape[0]):
+        s = touching[e]
+        a, b = spring_a[s], spring_b[s]
+        sign = 1.0 if a == grabbed else -1.0
+        for state in range(2):
+            x = x0 if state == 0 else x1
+            v = v0 if state == 0 else v1
+            dx = np.float64(x[a, 0]) - x[b, 0]
+            dy = np.float64(x[a, 1]) - x[b, 1]
+            dz = np.float64(x[a, 2]) - x[b, 2]
+            length = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if length < MIN_LENGTH:
+                continue
+            nx, ny, nz = dx / length, dy / length, dz / length
+            speed = ((np.float64(v[a, 0]) - v[b, 0]) * nx + (np.float64(v[a, 1]) - v[b, 1]) * ny
+                     + (np.float64(v[a, 2]) - v[b, 2]) * nz)
+            magnitude = sign * (-k[s] * (length - rest[s]) - c[s] * speed)
+            out[3 * state] += magnitude * nx
+            out[3 * state + 1] += magnitude * ny
+            out[3 * state + 2] += magnitude * nz
 
 
 @njit(cache=True)
@@ -156,41 +209,32 @@ def force_work(f0, f1, x0, x1, fixed):
 
 
 @njit(cache=True)
-def friction_loss(x, v, v_before, mass, fixed, grounds, spheres, planar):
+def friction_loss(x, v, x_before, v_before, mass, fixed):
     """Kinetic energy of the tangential velocity the contacts took, J: for each free
-    particle whose velocity changed, the normal of the obstacle it now lies on (the
-    ground, or the sphere whose surface is nearest) splits the change into the normal
-    part (removed inward speed) and the tangential rest (friction)."""
+    particle whose velocity changed, the direction the contact pushed it out along (its
+    position change, the obstacle's normal there) splits the kinetic energy change into
+    the normal part (removed inward speed) and the tangential rest (friction). A
+    particle whose velocity changed without a push counts wholly as normal."""
     total = 0.0
     for i in range(x.shape[0]):
         if fixed[i]:
             continue
         if v[i, 0] == v_before[i, 0] and v[i, 1] == v_before[i, 1] and v[i, 2] == v_before[i, 2]:
             continue
-        nx, ny, nz = 0.0, 1.0, 0.0
-        best = math.inf
-        for g in range(grounds.shape[0]):
-            gap = abs(np.float64(x[i, 1]) - grounds[g, 0])
-            if gap < best:
-                best = gap
-        for s in range(spheres.shape[0]):
-            dx = np.float64(x[i, 0]) - spheres[s, 0]
-            dy = np.float64(x[i, 1]) - spheres[s, 1]
-            dz = 0.0 if planar else np.float64(x[i, 2]) - spheres[s, 2]
-            dist = math.sqrt(dx * dx + dy * dy + dz * dz)
-            gap = abs(dist - spheres[s, 3])
-            if gap < best and dist > 0.0:
-                best = gap
-                nx, ny, nz = dx / dist, dy / dist, dz / dist
-        m = np.float64(mass[i])
+        nx = np.float64(x[i, 0]) - x_before[i, 0]
+        ny = np.float64(x[i, 1]) - x_before[i, 1]
+        nz = np.float64(x[i, 2]) - x_before[i, 2]
+        push = math.sqrt(nx * nx + ny * ny + nz * nz)
+        if push == 0.0:
+            continue
+        nx, ny, nz = nx / push, ny / push, nz / push
         before = (np.float64(v_before[i, 0]) ** 2 + np.float64(v_before[i, 1]) ** 2
                   + np.float64(v_before[i, 2]) ** 2)
         after = np.float64(v[i, 0]) ** 2 + np.float64(v[i, 1]) ** 2 + np.float64(v[i, 2]) ** 2
-        normal_before = (v_before[i, 0] * nx + v_before[i, 1] * ny + v_before[i, 2] * nz)
-        normal_after = (v[i, 0] * nx + v[i, 1] * ny + v[i, 2] * nz)
-        tangential_before = before - normal_before * normal_before
-        tangential_after = after - normal_after * normal_after
-        total += 0.5 * m * (tangential_before - tangential_after)
+        normal_before = v_before[i, 0] * nx + v_before[i, 1] * ny + v_before[i, 2] * nz
+        normal_after = v[i, 0] * nx + v[i, 1] * ny + v[i, 2] * nz
+        total += 0.5 * np.float64(mass[i]) * ((before - normal_before * normal_before)
+                                              - (after - normal_after * normal_after))
     return total
 
 
@@ -245,11 +289,17 @@ class EnergyLedger:
         n = sim.n_particles
         self._x0 = np.zeros((n, 3), sim.dtype)
         self._v0 = np.zeros((n, 3), sim.dtype)
+        self._x2 = np.zeros((n, 3), sim.dtype)
         self._v2 = np.zeros((n, 3), sim.dtype)
         self._f0 = np.zeros((n, 3))
         self._f1 = np.zeros((n, 3))
         self._particles = np.zeros(3)
-        self._motion = np.zeros(8)
+        self._motion = np.zeros(2)
+        self._partial = np.zeros((CHUNKS, 2))
+        self._grab_force = np.zeros(6)
+        self._touching = (-1, np.zeros(0, np.int64))  # (grabbed particle, its springs)
+        self._chooser = parallel.Chooser()
+        self._large = sim.n_springs >= PARALLEL_MIN_SPRINGS  # the parallel pass may pay
         self._end_state = State(sim._x, sim._v)
         self._working_forces: list[Any] = []
         if accounts is None:
@@ -320,8 +370,13 @@ class EnergyLedger:
         p, model, dt = sim._params, sim._model, sim._dt
         grabbed = -1 if sim._grabbed is None else sim._grabbed
         motion = self._motion
-        motion_terms(self._x0, self._v0, sim._x, sim._v, model.spring_a, model.spring_b,
-                     p.rest_lengths, p.stiffness, p.damping, grabbed, motion)
+        args = (self._x0, self._v0, sim._x, sim._v, model.spring_a, model.spring_b,
+                p.rest_lengths, p.stiffness, p.damping)
+        use_parallel = (self._large and self._chooser.parallel() and parallel.threads() > 1)
+        start = time.perf_counter()
+        (motion_terms_parallel if use_parallel else motion_terms)(*args, self._partial, motion)
+        if self._large:
+            self._chooser.record(use_parallel, start)
         kinetic, free, gravity = self._particle_terms(sim)
         terms = self.terms
         terms["damping"] += float(motion[1])
@@ -333,7 +388,13 @@ class EnergyLedger:
             x0, x1 = self._x0[grabbed].astype(np.float64), sim._x[grabbed].astype(np.float64)
             v0, v1 = self._v0[grabbed].astype(np.float64), sim._v[grabbed].astype(np.float64)
             own = 0.5 * m * (v1 @ v1 - v0 @ v0) - m * float(g @ (x1 - x0))
-            terms["grab"] += own - 0.5 * float((motion[2:5] + motion[5:8]) @ (x1 - x0))
+            if self._touching[0] != grabbed:
+                touching = np.flatnonzero((model.spring_a == grabbed)
+                                          | (model.spring_b == grabbed))
+                self._touching = (grabbed, touching.astype(np.int64))
+            force = self._grab_force
+            grab_forces(*args, self._touching[1], grabbed, force)
+            terms["grab"] += own - 0.5 * float((force[:3] + force[3:]) @ (x1 - x0))
         if self._attached_forces(sim, sim._state.time + dt, self._f1):
             terms["forces"] += float(force_work(self._f0, self._f1, self._x0, sim._x, p.fixed))
         self._energy = float(kinetic + gravity + motion[0]) + sim.attached_energy()
@@ -345,16 +406,15 @@ class EnergyLedger:
             self.terms["tearing"] += self._energy - energy
             self._energy = energy
         if sim._contacts:
+            self._x2[:] = sim._x
             self._v2[:] = sim._v
 
     def end(self, sim: Any) -> None:
         """S3 (the step's end): the contacts' loss, split into friction and the rest."""
         if sim._contacts:
             energy = self._measure(sim)
-            friction = float(friction_loss(sim._x, sim._v, self._v2, sim._params.mass,
-                                           sim._params.fixed, sim._contact_set.grounds,
-                                           sim._contact_set.spheres,
-                                           sim.planar))
+            friction = float(friction_loss(sim._x, sim._v, self._x2, self._v2,
+                                           sim._params.mass, sim._params.fixed))
             self.terms["friction"] += friction
             self.terms["contact"] += self._energy - energy - friction
             self._energy = energy

@@ -64,6 +64,7 @@ from .model import (
     SpringSystem, as_float_array, check_fits_dtype, check_number, masses_per_particle, show,
     spring_coefficients,
 )
+from .stability import StabilityGauge, dt_warning
 from .state import Changed, Model, Params, State, kinetic_energy
 from . import energy_budget, snapshot, tearing
 from .topology import Topology, TopologyEditing
@@ -236,6 +237,7 @@ class Simulation(TopologyEditing):
         self._scene_size = max(float(np.linalg.norm(np.ptp(start, axis=0))), 1.0)
         self._stable_dt: float | None = system.stable_dt()  # None: parameters edited
         self._warned_dt = False
+        self._gauge: StabilityGauge | None = None  # made on the first dt check
         # state_summary of the state as the last step left it, taken when a view of the
         # state is handed out (``_summarised``), compared by the next step
         self._summarised = False
@@ -337,22 +339,20 @@ class Simulation(TopologyEditing):
         return self._stable_dt
 
     def _warn_if_unstable(self) -> None:
-        """Warn once when an explicit integrator's dt is clearly past the stable step."""
+        """Warn once when an explicit integrator's dt is past the stability gauge's limit
+        (stability.dt_warning)."""
         integrator = getattr(self, "_integrator", None)
         if self._warned_dt or integrator is None or integrator.unconditionally_stable:
             return
-        stable_dt = self.stable_dt()
-        if self._dt > 2.0 * stable_dt:  # stable_dt is a bound, about 2x conservative
+        if self._gauge is None:
+            self._gauge = StabilityGauge(self)
+        text = dt_warning(self, self._gauge)
+        if text is not None:
             self._warned_dt = True
             stable = ", ".join(name for name, cls in INTEGRATORS.items()
                                if cls.unconditionally_stable)
-            warnings.warn(
-                f"dt = {self._dt:g} s is well above the stable step of this system for "
-                f"explicit integrators (about {stable_dt:.3g}-{2 * stable_dt:.3g} s): "
-                f"it will likely diverge. Use a smaller dt or an implicit integrator "
-                f"({stable}).",
-                RuntimeWarning, stacklevel=3,
-            )
+            warnings.warn(f"{text}. Use a smaller dt or an implicit integrator ({stable}).",
+                          RuntimeWarning, stacklevel=3)
 
     @property
     def gravity(self) -> np.ndarray:

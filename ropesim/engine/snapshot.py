@@ -5,7 +5,9 @@
 restored state gives bit for bit the arrays of never having left, for every integrator
 and both dtypes (tests/test_snapshot.py). A SimState holds:
 
-- the state: positions (n, 3) m, velocities (n, 3) m/s, time (s), step count;
+- the state: positions (n, 3) m, velocities (n, 3) m/s, time (s), step count, and the
+  spring list it belongs to (particle pairs; a state is refused by a simulation whose
+  springs join other pairs);
 - pins and grab: the pinned mask (the pinned particles' places are their positions),
   the grabbed particle (or None), its target (3,) m and follow time (s);
 - tearing: the broken mask, the break strains, max_stretch and the last step's passes;
@@ -40,7 +42,7 @@ import numpy as np
 
 from .contacts import Contact
 from .energy_budget import EnergyLedger
-from .integrators.base import SolverStats
+from .integrators.base import SolverStats, get_integrator
 from .state import Changed
 
 def frozen_copy(array: np.ndarray) -> np.ndarray:
@@ -98,6 +100,7 @@ class SimState:
 
     positions: np.ndarray  # (n, 3) m
     velocities: np.ndarray  # (n, 3) m/s
+    springs: np.ndarray  # (m, 2) int32 particle pairs: the topology the state belongs to
     time: float  # s
     step_count: int
     pinned: np.ndarray  # (n,) bool
@@ -205,7 +208,8 @@ def capture(sim: Any, previous: SimState | None = None) -> SimState:
     arrays = {"stiffness": tearing.stiffness, "damping": tearing.damping,
               "rest_lengths": p.rest_lengths, "mass": p.mass, "inv_mass": p.inv_mass,
               "break_strain": tearing.break_strain, "broken": tearing.broken,
-              "pinned": sim._pinned}
+              "pinned": sim._pinned,
+              "springs": np.stack((model.spring_a, model.spring_b), axis=1)}
     kept = {name: _shared_or_copied(array, None if previous is None else getattr(previous, name))
             for name, array in arrays.items()}
     return SimState(
@@ -244,6 +248,13 @@ def check_compatible(sim: Any, state: Any) -> None:
     if state.dtype != sim.dtype:
         raise ValueError(f"state.positions: the state is {state.dtype}, this simulation "
                          f"runs {sim.dtype}; allowed: a state of a {sim.dtype} simulation")
+    model = sim._model
+    if not (np.array_equal(state.springs[:, 0], model.spring_a)
+            and np.array_equal(state.springs[:, 1], model.spring_b)):
+        raise ValueError("state.springs: the state's springs join other particle pairs than "
+                         "this simulation's (another system, or springs added or removed "
+                         "since); allowed: a state of this spring list")
+    get_integrator(state.integrator)  # still registered (else ValueError, nothing changed)
 
 
 def restore(sim: Any, state: SimState) -> None:
@@ -278,11 +289,16 @@ def restore(sim: Any, state: SimState) -> None:
         vars(force).update(_thawed_value(attributes))
     model.cg_tolerance = state.cg_tolerance
     model.cg_max_iterations = state.cg_max_iterations
-    sim.dt = state.dt
+    if state.dt != sim.dt:  # the setters check stability: only on a change
+        sim.dt = state.dt
     sim.substeps = state.substeps
-    sim.contacts = state.contacts
+    current = sim.contacts
+    if len(current) != len(state.contacts) or any(
+            kept is not now for kept, now in zip(state.contacts, current)):
+        sim.contacts = state.contacts  # packed again only on a change (meshes are costly)
     sim.max_speed = state.max_speed
-    sim.integrator = state.integrator
+    if state.integrator != sim.integrator:
+        sim.integrator = state.integrator
     integrator = sim._integrator
     integrator.load_warm(_thawed_value(state.warm))
     integrator.stats = dataclasses.replace(state.stats)

@@ -99,8 +99,16 @@ class _Operator:
         basis, diagonal, off = [q], [], []
         previous = np.zeros_like(q)
         beta_prev = 0.0
+        scale = 0.0  # the run works on the operator / scale (extreme stiffness: no overflow)
         for _ in range(min(steps, 3 * self.free)):
             w = self.apply(basis[-1], alpha, beta)
+            if scale == 0.0:
+                scale = float(np.abs(w).max())
+                if not math.isfinite(scale):
+                    return math.inf, q
+                if scale == 0.0:
+                    return 0.0, q
+            w /= scale
             a = float(np.vdot(w, basis[-1]))
             w -= a * basis[-1] + beta_prev * previous
             diagonal.append(a)
@@ -114,7 +122,7 @@ class _Operator:
         tri = np.diag(diagonal) + np.diag(off[:k - 1], 1) + np.diag(off[:k - 1], -1)
         values, vectors = np.linalg.eigh(tri)
         ritz = sum(vectors[i, -1] * basis[i] for i in range(k))
-        return float(values[-1]), ritz
+        return float(values[-1]) * scale, ritz
 
     def rayleigh(self, z: np.ndarray, alpha: float, beta: float) -> float:
         return float(np.vdot(z, self.apply(z, alpha, beta)) / np.vdot(z, z))
@@ -122,6 +130,8 @@ class _Operator:
 
 def _damped_limit(stiffness_eigen: float, damping_eigen: float) -> float:
     """The dt (s) solving w^2 dt^2 + 2 b dt = 4 (w^2 = stiffness_eigen 1/s^2, b 1/s)."""
+    if math.isinf(stiffness_eigen) or math.isinf(damping_eigen):
+        return 0.0
     if stiffness_eigen <= 0.0:
         return 2.0 / damping_eigen if damping_eigen > 0.0 else math.inf
     b = damping_eigen
@@ -139,7 +149,7 @@ def _limit(sim: Any) -> tuple[float, float, float]:
     damping_eigen, _ = op.top_eigenpair(0.0, 1.0)
     dt = _damped_limit(stiffness_eigen, damping_eigen)  # both maxima: a lower bound
     omega_sq, rate = stiffness_eigen, damping_eigen
-    if damping_eigen > 0.0 and math.isfinite(dt):
+    if damping_eigen > 0.0 and 0.0 < dt < math.inf:
         for _ in range(LIMIT_ITERATIONS):
             _, mode = op.top_eigenpair(dt * dt, 2.0 * dt)
             omega_sq, rate = op.rayleigh(mode, 1.0, 0.0), op.rayleigh(mode, 0.0, 1.0)
@@ -162,6 +172,45 @@ def stability_margin(sim: Any, dt: float | None = None) -> float:
     (s) defaults to the simulation's."""
     limit = stability_limit(sim)
     return (sim.dt if dt is None else float(dt)) / limit
+
+
+def guaranteed_limit(sim: Any) -> float:
+    """A time step (s) at or below the stability limit, without an eigenvalue estimate:
+    the dt solving w^2 dt^2 + 2 b dt = 4 with Gershgorin's bounds on the free particles
+    for w^2 (M^-1 K: 2 / sim.stable_dt(), squared) and for b (M^-1 D: max_i sum_s c_s
+    (1/m_i + 1/sqrt(m_i m_j)), 1/s). inf when nothing limits it."""
+    stable = sim.stable_dt()
+    p = sim.params
+    a = np.asarray(sim.system.springs[:, 0])
+    b = np.asarray(sim.system.springs[:, 1])
+    with np.errstate(all="ignore"):  # extreme parameters overflow: then no guarantee
+        omega_sq = 0.0 if math.isinf(stable) else (2.0 / stable) ** 2 if stable > 0 else math.inf
+        mass = p.mass.astype(np.float64)
+        c = p.damping.astype(np.float64)
+        cross = c / np.sqrt(mass[a] * mass[b])
+        bound = np.zeros(mass.shape[0])
+        np.add.at(bound, a, c / mass[a] + cross)
+        np.add.at(bound, b, c / mass[b] + cross)
+        bound[p.fixed.astype(bool)] = 0.0
+        rate = float(bound.max()) if bound.size else 0.0
+        limit = _damped_limit(omega_sq, rate)
+    return limit if limit >= 0.0 else 0.0  # NaN (inf / inf): no guarantee
+
+
+def dt_warning(sim: Any, gauge: "StabilityGauge") -> str | None:
+    """The warning for an explicit integrator at ``sim.dt`` past the stability limit
+    (the gauge's estimate), or None when the dt is within it (checked first against
+    :func:`guaranteed_limit`, so a safe dt needs no eigenvalue estimate)."""
+    dt = sim.dt
+    if dt <= guaranteed_limit(sim):
+        return None
+    limit = gauge.limit()
+    if dt <= limit:
+        return None
+    ratio = f"{dt / limit:.3g}" if limit > 0.0 else "inf"
+    return (f"dt = {dt:g} s is above the stable step of this system for explicit "
+            f"integrators: the stability gauge puts it at {limit:.3g} s (dt / limit = "
+            f"{ratio}), so it will likely diverge")
 
 
 class StabilityGauge:
@@ -199,4 +248,5 @@ class StabilityGauge:
         return (self.sim.dt if dt is None else float(dt)) / self.limit()
 
 
-__all__ = ["stability_limit", "stability_margin", "StabilityGauge"]
+__all__ = ["stability_limit", "stability_margin", "StabilityGauge", "guaranteed_limit",
+           "dt_warning"]
