@@ -152,13 +152,14 @@ def test_gauge_reading_is_dt_over_the_stability_limit_and_follows_dt():
 
 
 def _panel_vertices(c: ViewerController) -> int:
-    """Vertices of the imgui frame the Panel builds over ``c`` (after 3 frames)."""
+    """Vertices of the imgui frame the Panel builds over ``c`` (after 3 frames), in a
+    window tall enough for every section (imgui leaves out what is scrolled away)."""
     from imgui_bundle import imgui
 
     from ropesim.app.panel import Panel
     from test_viewer_panel import Harness
 
-    harness = Harness((1280, 720))
+    harness = Harness((1280, 2400))
     try:
         harness.controller, harness.panel = c, Panel(c)
         c.advance(FRAME)
@@ -184,12 +185,16 @@ def test_the_panel_builds_the_branch_plot():
 
 
 def test_the_panel_stacks_the_energy_budget_once_tracking_is_on():
-    c = ViewerController(rope_scene(), (1280, 720), clock=FakeClock())
-    without = _panel_vertices(c)
-    c.timeline.set_budget_tracking(True)
-    for _ in range(4):
-        c.advance(FRAME)
-    assert _panel_vertices(c) > without   # the balance line, the shaded layers and the line
+    def advanced(tracking: bool) -> ViewerController:
+        c = ViewerController(rope_scene(), (1280, 2400), clock=FakeClock())
+        c.timeline.set_budget_tracking(tracking)
+        for _ in range(4):
+            c.advance(FRAME)
+        return c
+
+    without = _panel_vertices(advanced(False))   # the same frames, the budget not tracked
+    # the balance line, the shaded layers and the line
+    assert _panel_vertices(advanced(True)) > without
 
 
 def test_a_saved_viewer_history_replays_frame_for_frame(tmp_path):
