@@ -101,6 +101,19 @@ def _median(values: np.ndarray, field: str) -> float:
     return float(np.median(values))
 
 
+def sew_weight(system: SpringSystem, mass: float) -> SpringSystem:
+    """The system with ``mass`` kg more, spread evenly over its lowest particles (those
+    within 1e-9 m of the smallest y: a hanging cloth's bottom row), like a weight sewn
+    into a hem (a scene's [weight] table)."""
+    mass = check_number(mass, "weight.mass", "kg", minimum=0.0, strict=True)
+    y = system.positions[:, 1]
+    hem = y <= y.min() + 1e-9
+    masses = system.mass.copy()
+    masses[hem] += mass / np.count_nonzero(hem)
+    return dataclasses.replace(system, mass=masses, young_modulus=None,
+                               stiffness=system.stiffness, rest_lengths=system.rest_lengths)
+
+
 class TopologyEditing:
     """Live topology edits of a Simulation (module docstring). Mixed into Simulation."""
 
@@ -237,6 +250,15 @@ class TopologyEditing:
             raise ValueError(f"particle: {i} was removed (sim.removed_particles); allowed: "
                              "a particle that is not removed")
 
+    def _watch_intact_springs(self) -> None:
+        """The health check looks at the current intact springs (tearing.intact_springs)."""
+        health = self._health
+        (health.spring_a, health.spring_b, health.rest_lengths, health.stiffness,
+         health.damping) = self._tearing.intact_springs(self._model.spring_a,
+                                                        self._model.spring_b, self._params)
+        if self._grabbed is not None:  # the springs on the grabbed particle, found again
+            health.start_grab(self._x, self._v, self._grabbed)
+
     def _mark_removed_fixed(self) -> None:
         """Removed particles are fixed (not moved by any integrator)."""
         self._fixed[self._topology.removed] = 1
@@ -287,10 +309,6 @@ class TopologyEditing:
             view.flags.writeable = False
             self._views[name] = view
         self._strain = np.zeros(m, dtype)
-        health = self._health
-        health.spring_a, health.spring_b = spring_a, spring_b
-        health.rest_lengths, health.stiffness = params.rest_lengths, params.stiffness
-        health.damping = params.damping
         self._topology.origin = np.asarray(origin, dtype=np.int64)
         self.system = dataclasses.replace(
             self._topology.initial, springs=springs, rest_lengths=params.rest_lengths.astype(
@@ -306,4 +324,4 @@ class TopologyEditing:
         self._changed(Changed.TOPOLOGY | Changed.SPRINGS)
 
 
-__all__ = ["Topology", "TopologyEditing"]
+__all__ = ["Topology", "TopologyEditing", "sew_weight"]

@@ -46,6 +46,7 @@ import tomli_w
 from ropesim.engine.builders import BUILDERS, planned_size
 from ropesim.engine.contacts import MAX_FRICTION
 from ropesim.engine.model import SpringSystem, dtype_limit, show
+from ropesim.engine.topology import sew_weight
 from ropesim.io.paths import scene_dir
 
 if typing.TYPE_CHECKING:
@@ -108,9 +109,14 @@ SIMULATION_FIELDS = {
     # set on the Simulation after it is made (Scene.simulation); absent = off
     "break_strain": _Field(float, lambda v: v > 0, "a strain > 0 (absent: unbreakable)"),
     "max_stretch": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a strain > 0 (0.1 = 10 %)"),
+    "crack_tip_factor": _Field(float, lambda v: 0 < v <= 1, "a factor in (0, 1] (1: off)"),
+    "crack_tip_time": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a time > 0 s"),
 }
 #: simulation keys that are Simulation properties, not constructor arguments
-_SIMULATION_PROPERTIES = ("break_strain", "max_stretch")
+_SIMULATION_PROPERTIES = ("break_strain", "max_stretch", "crack_tip_factor", "crack_tip_time")
+#: [weight]: a mass sewn along the lowest particles (engine/topology.py sew_weight)
+WEIGHT_FIELDS = {"mass": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a mass > 0 kg",
+                                REQUIRED)}
 _NON_NEGATIVE = "a number >= 0"
 WIND_FIELDS = {  # rs.Wind's arguments; absent keys take Wind's defaults
     "velocity": _Field(_VEC3, default=REQUIRED),
@@ -141,7 +147,7 @@ CAMERA_FIELDS = {
 }
 _TOP_LEVEL = (
     "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera",
-    "wind",
+    "wind", "weight",
 )
 
 
@@ -310,8 +316,9 @@ class Scene:
 
     ``settings`` holds dt (s), gravity (m/s^2), integrator, drag (1/s) and substeps
     (simulation steps per rendered frame), and optionally break_strain and max_stretch
-    (strains; set on the Simulation). ``wind`` is the optional [wind] table (rs.Wind's
-    arguments). ``ground`` (height m, friction) is optional;
+    (strains), crack_tip_factor and crack_tip_time (set on the Simulation). ``wind`` is
+    the optional [wind] table (rs.Wind's arguments); ``weight`` the optional [weight]
+    table (mass kg, sewn along the lowest particles: topology.sew_weight). ``ground`` (height m, friction) is optional;
     ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
     ``max_particles`` is the size limit the scene was checked against.
     """
@@ -327,10 +334,13 @@ class Scene:
     source: Path | None = None
     wind: dict | None = None
     max_particles: int = MAX_PARTICLES
+    weight: dict | None = None
 
     def build(self) -> SpringSystem:
-        """A fresh SpringSystem from the builder and its parameters."""
+        """A fresh SpringSystem from the builder and its parameters (and the [weight])."""
         system = BUILDERS[self.builder](**self.params)
+        if self.weight is not None:
+            system = sew_weight(system, **self.weight)
         system.name = self.name
         return system
 
@@ -379,7 +389,7 @@ class Scene:
     def _override_target(self, key: str) -> tuple[str | None, str]:
         """(section, key) an override changes; section None for the top-level
         ``max_particles``."""
-        sections = (self.builder, "simulation", "ground", "camera", "wind")
+        sections = (self.builder, "simulation", "ground", "camera", "wind", "weight")
         if key == "max_particles":
             return None, key
         if not isinstance(key, str):
@@ -417,6 +427,8 @@ class Scene:
             data["camera"] = dict(self.camera)
         if self.wind is not None:
             data["wind"] = dict(self.wind)
+        if self.weight is not None:
+            data["weight"] = dict(self.weight)
         return copy.deepcopy(data)
 
     def save(self, path: str | Path) -> None:
@@ -517,6 +529,8 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
         wind=(_fixed_section(where, "wind", data["wind"], WIND_FIELDS)
               if "wind" in data else None),
         max_particles=max_particles,
+        weight=(_fixed_section(where, "weight", data["weight"], WEIGHT_FIELDS)
+                if "weight" in data else None),
     )
     try:
         system = scene.build()
