@@ -519,8 +519,6 @@ class Simulation(TopologyEditing):
             integrator.notify_model_changed(flags)
         if flags & (Changed.STIFFNESS | Changed.MASS | Changed.FIXED):
             self._stable_dt = None
-        if flags & (Changed.SPRINGS | Changed.TOPOLOGY):
-            self._watch_intact_springs()  # the health check skips broken springs
         if flags & Changed.FORCES:
             # attached forces do work the energy criterion cannot see (docs/divergence.md)
             self._health.energy_check = not self._model.forces

@@ -292,17 +292,6 @@ class Tearing:
         self.weak_until[:] = -np.inf
         return had
 
-    def intact_springs(self, spring_a: np.ndarray, spring_b: np.ndarray,
-                       params: Params) -> tuple[np.ndarray, ...]:
-        """(spring_a, spring_b, rest_lengths, stiffness, damping) of the intact springs,
-        for the health check (the length of a broken spring means nothing: its torn-off
-        ends may fall far apart): the live arrays while none is broken, else copies."""
-        arrays = (spring_a, spring_b, params.rest_lengths, params.stiffness, params.damping)
-        if not self.n_broken:
-            return arrays
-        intact = ~self.broken
-        return tuple(array[intact] for array in arrays)
-
     def write(self, params: Params) -> None:
         """params.stiffness and damping = the user's values, 0 on broken springs."""
         masked_coefficients(self.stiffness, self.broken, params.stiffness)

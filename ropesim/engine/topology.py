@@ -250,15 +250,6 @@ class TopologyEditing:
             raise ValueError(f"particle: {i} was removed (sim.removed_particles); allowed: "
                              "a particle that is not removed")
 
-    def _watch_intact_springs(self) -> None:
-        """The health check looks at the current intact springs (tearing.intact_springs)."""
-        health = self._health
-        (health.spring_a, health.spring_b, health.rest_lengths, health.stiffness,
-         health.damping) = self._tearing.intact_springs(self._model.spring_a,
-                                                        self._model.spring_b, self._params)
-        if self._grabbed is not None:  # the springs on the grabbed particle, found again
-            health.start_grab(self._x, self._v, self._grabbed)
-
     def _mark_removed_fixed(self) -> None:
         """Removed particles are fixed (not moved by any integrator)."""
         self._fixed[self._topology.removed] = 1
@@ -309,6 +300,12 @@ class TopologyEditing:
             view.flags.writeable = False
             self._views[name] = view
         self._strain = np.zeros(m, dtype)
+        health = self._health  # it skips broken springs (stiffness 0) itself
+        health.spring_a, health.spring_b = spring_a, spring_b
+        health.rest_lengths, health.stiffness = params.rest_lengths, params.stiffness
+        health.damping = params.damping
+        if self._grabbed is not None:  # the springs on the grabbed particle, found again
+            health.start_grab(self._x, self._v, self._grabbed)
         self._topology.origin = np.asarray(origin, dtype=np.int64)
         self.system = dataclasses.replace(
             self._topology.initial, springs=springs, rest_lengths=params.rest_lengths.astype(
