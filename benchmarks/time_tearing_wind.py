@@ -3,11 +3,14 @@
 
     PYTHONPATH=. python benchmarks/time_tearing_wind.py [--size 128] [--steps 300]
 
-Each case runs the same cloth from rest for a warm-up, then times --steps steps; printed:
-microseconds per step and the extra over the plain step. Cases: plain; + Wind (gusty,
-across the cloth); + break_strain (finite, never reached: the check runs every step);
-+ max_stretch 0.1 (the Provot passes: up to tearing.MAX_STRETCH_PASSES while the
-pinned-corner cloth sags past 10 %); all four together. Then each hook's kernel alone.
+Each case is its own simulation of the same cloth, started from rest and warmed up; then
+the cases are timed in turn, --rounds rounds of --steps steps each, alternating (so the
+noise of a shared machine falls on every case alike), and the best round of each case is
+kept. Printed: microseconds per step and the ratio to the plain step of the same run.
+Cases: plain; + Wind (gusty, across the cloth); + break_strain (finite, never reached:
+the check runs every step); + the same with crack tips (crack_tip_factor 0.8); +
+max_stretch 0.1 (the Provot passes: up to tearing.MAX_STRETCH_PASSES while the
+pinned-corner cloth sags past 10 %); all of them together. Then each hook's kernel alone.
 """
 
 from __future__ import annotations
@@ -25,22 +28,28 @@ import ropesim as rs  # noqa: E402
 from workload import DT, cloth_system  # noqa: E402
 
 
-def per_step_us(sim: rs.Simulation, steps: int, repeats: int = 3) -> float:
-    """Best of ``repeats`` runs of ``steps`` steps, microseconds per step."""
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        sim.step(steps)
-        best = min(best, time.perf_counter() - start)
-    return 1e6 * best / steps
+CASES = ("plain", "wind", "tearing", "crack tips", "strain limit", "all")
+
+
+def per_step_us(sims: dict[str, rs.Simulation], steps: int, rounds: int) -> dict[str, float]:
+    """Best round of ``steps`` steps per case, the cases alternating; microseconds per step."""
+    best = dict.fromkeys(sims, np.inf)
+    for _ in range(rounds):
+        for case, sim in sims.items():
+            start = time.perf_counter()
+            sim.step(steps)
+            best[case] = min(best[case], time.perf_counter() - start)
+    return {case: 1e6 * seconds / steps for case, seconds in best.items()}
 
 
 def make(size: int, case: str) -> rs.Simulation:
     sim = rs.Simulation(cloth_system(size), dt=DT, integrator="symplectic_euler")
     if case in ("wind", "all"):
         sim.add_force(rs.Wind(velocity=(0.0, 0.0, 6.0), gust=0.3, seed=1))
-    if case in ("tearing", "all"):
+    if case in ("tearing", "crack tips", "all"):
         sim.break_strain = 10.0  # finite: checked every step, never reached
+    if case in ("crack tips", "all"):
+        sim.crack_tip_factor = 0.8
     if case in ("strain limit", "all"):
         sim.max_stretch = 0.1
     return sim
@@ -57,7 +66,7 @@ def kernel_us(sim: rs.Simulation, steps: int) -> dict[str, float]:
     parts = {
         "wind force": lambda: wind.accumulate(state, p, f),
         "tearing check": lambda: sim._tearing.check(sim.positions, model.spring_a,
-                                                    model.spring_b, p.rest_lengths),
+                                                    model.spring_b, p.rest_lengths, sim.time),
         "one stretch pass": lambda: tearing.limit_stretch(
             sim.positions.copy(), sim.velocities.copy(), model.spring_a, model.spring_b,
             p.rest_lengths, p.inv_mass, p.fixed, sim._tearing.broken, 0.1, DT, 1, 0.0),
@@ -78,20 +87,24 @@ def kernel_us(sim: rs.Simulation, steps: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    results, passes = {}, {}
-    for case in ("plain", "wind", "tearing", "strain limit", "all"):
-        sim = make(args.size, case)
+    sims = {case: make(args.size, case) for case in CASES}
+    for sim in sims.values():
         sim.step(20)  # compile / load the kernels
-        results[case] = per_step_us(sim, args.steps)
-        passes[case] = sim.stretch_passes
+    results = per_step_us(sims, args.steps, args.rounds)
     plain = results["plain"]
+    sim = sims["all"]
     print(f"{args.size} x {args.size} cloth, {sim.n_springs} springs, "
-          f"{len(sim.system.triangles)} triangles, symplectic Euler, float64")
+          f"{len(sim.system.triangles)} triangles, symplectic Euler, float64; best of "
+          f"{args.rounds} alternating rounds of {args.steps} steps")
+    print("| case | us/step | ratio to plain |")
+    print("|---|---|---|")
     for case, us in results.items():
-        print(f"  {case:<13} {us:9.1f} us/step   extra {us - plain:+8.1f} us"
-              + (f"   ({passes[case]} stretch passes in the last step)" if passes[case] else ""))
+        passes = sims[case].stretch_passes
+        note = f" ({passes} stretch passes in the last step)" if passes else ""
+        print(f"| {case}{note} | {us:.1f} | {us / plain:.2f} |")
     print("kernels alone (on the sagged cloth of the last case):")
     for name, us in kernel_us(sim, args.steps).items():
         print(f"  {name:<17} {us:9.1f} us/call")

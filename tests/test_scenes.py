@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ropesim.io import scenes
+from ropesim.engine.builders import BUILDERS
 from ropesim.engine.contacts import Ground, Sphere
 from ropesim.io.scenes import DEFAULT_SCENE, SceneError, load, scene_from_dict, scene_names
 
@@ -15,6 +16,7 @@ SHIPPED = {
     "cloth", "rope", "curtain-40x30", "chain-wave", "ring", "star", "random-network",
     "tablecloth", "drum", "ring-wave", "string",
     "cloth-pile", "rope-pile", "table", "mesh-drape", "windmill",  # issue 11
+    "flag", "tear", "sail",  # issue 13
 }
 SYSTEM_ARRAYS = ("positions", "velocities", "springs", "rest_lengths", "mass", "stiffness",
                  "damping", "pinned")
@@ -361,3 +363,47 @@ def test_shipped_name_wins_over_a_folder_or_file_of_that_name(tmp_path, monkeypa
         load("dir.toml")
     with pytest.raises(SceneError, match=r"^scene: expected a scene name or a path, got 3"):
         load(3)
+
+
+def test_tear_scene_weight_is_sewn_into_the_hem_and_the_cloth_rips_within_seconds():
+    scene = load("tear")
+    system = scene.build()
+    plain = BUILDERS["cloth"](**scene.params)
+    y = system.positions[:, 1]
+    hem = y == y.min()
+    extra = system.mass - plain.mass
+    assert extra[hem].sum() == pytest.approx(scene.weight["mass"])
+    assert np.all(extra[~hem] == 0.0) and np.count_nonzero(hem) == scene.params["nx"]
+    sim = scene.simulation()
+    assert sim.crack_tip_factor == scene.settings["crack_tip_factor"] < 1.0
+    sim.step(round(1.0 / sim.dt))
+    assert sim.broken.sum() > 100  # a rip, not a few springs
+    assert np.all(np.isfinite(sim.positions))
+
+
+def test_flag_flaps_in_its_gusty_wind():
+    sim = load("flag").simulation()
+    free = sim.positions[:, 0] > sim.positions[:, 0].max() - 1e-9  # the fly end
+    sides = []
+    for _ in range(30):
+        sim.step(round(0.1 / sim.dt))
+        sides.append(sim.positions[free, 2].mean())
+    assert np.ptp(sides) > 0.1  # m: the free end swings across the wind, back and forth
+
+
+def test_sail_fills_with_wind_into_a_belly():
+    sim = load("sail").simulation()
+    sim.step(round(2.0 / sim.dt))
+    z = sim.positions[:, 2]
+    assert np.median(z) > 0.1  # m downwind: the middle of the sail bellies out
+    assert np.all(np.isfinite(sim.positions))
+
+
+def test_weight_section_is_validated_and_round_trips(tmp_path):
+    with pytest.raises(SceneError, match="weight.*mass"):
+        scene_from_dict({"builder": "cloth", "weight": {"mass": -1.0}}, "bad")
+    with pytest.raises(SceneError, match="weight"):
+        scene_from_dict({"builder": "cloth", "weight": {"kg": 1.0}}, "bad")
+    scene = load("tear")
+    scene.save(tmp_path / "t.toml")
+    assert load(tmp_path / "t.toml").weight == scene.weight

@@ -280,3 +280,14 @@ def test_bad_crack_tip_settings_name_the_field(field, value, error):
     sim = rs.Simulation(rs.rope(5, 1.0))
     with pytest.raises(error, match=field):
         setattr(sim, field, value)
+
+
+def test_a_torn_off_piece_falling_far_away_is_not_taken_for_divergence():
+    """A broken spring's ends may end up any distance apart: the health check's stretch
+    criterion (10 x the rest length) looks at intact springs only."""
+    sim = rs.Simulation(rs.rope(4, 0.3, pins="start"), dt=1e-2, integrator="backward_euler")
+    sim.break_springs([1])
+    sim.step(300)  # 3 s of free fall: about 44 m, ~440 x the rest length of 0.1 m
+    a, b = sim.springs[1]
+    assert np.linalg.norm(sim.positions[a] - sim.positions[b]) > 100 * sim.rest_lengths[1]
+    assert sim.velocities[3, 1] == pytest.approx(-9.81 * sim.time, rel=1e-6)

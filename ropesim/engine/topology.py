@@ -101,6 +101,19 @@ def _median(values: np.ndarray, field: str) -> float:
     return float(np.median(values))
 
 
+def sew_weight(system: SpringSystem, mass: float) -> SpringSystem:
+    """The system with ``mass`` kg more, spread evenly over its lowest particles (those
+    within 1e-9 m of the smallest y: a hanging cloth's bottom row), like a weight sewn
+    into a hem (a scene's [weight] table)."""
+    mass = check_number(mass, "weight.mass", "kg", minimum=0.0, strict=True)
+    y = system.positions[:, 1]
+    hem = y <= y.min() + 1e-9
+    masses = system.mass.copy()
+    masses[hem] += mass / np.count_nonzero(hem)
+    return dataclasses.replace(system, mass=masses, young_modulus=None,
+                               stiffness=system.stiffness, rest_lengths=system.rest_lengths)
+
+
 class TopologyEditing:
     """Live topology edits of a Simulation (module docstring). Mixed into Simulation."""
 
@@ -287,10 +300,12 @@ class TopologyEditing:
             view.flags.writeable = False
             self._views[name] = view
         self._strain = np.zeros(m, dtype)
-        health = self._health
+        health = self._health  # it skips broken springs (stiffness 0) itself
         health.spring_a, health.spring_b = spring_a, spring_b
         health.rest_lengths, health.stiffness = params.rest_lengths, params.stiffness
         health.damping = params.damping
+        if self._grabbed is not None:  # the springs on the grabbed particle, found again
+            health.start_grab(self._x, self._v, self._grabbed)
         self._topology.origin = np.asarray(origin, dtype=np.int64)
         self.system = dataclasses.replace(
             self._topology.initial, springs=springs, rest_lengths=params.rest_lengths.astype(
@@ -306,4 +321,4 @@ class TopologyEditing:
         self._changed(Changed.TOPOLOGY | Changed.SPRINGS)
 
 
-__all__ = ["Topology", "TopologyEditing"]
+__all__ = ["Topology", "TopologyEditing", "sew_weight"]

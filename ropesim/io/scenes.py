@@ -56,6 +56,7 @@ from ropesim.engine.contacts import MAX_FRICTION, Box, Capsule, Mesh
 from ropesim.engine.model import SpringSystem, dtype_limit, show
 from ropesim.engine.solver_settings import (SOLVER_SETTINGS, apply_solver_settings,
                                             solver_setting_allowed)
+from ropesim.engine.topology import sew_weight
 from ropesim.io.paths import resource_dir, scene_dir
 
 if typing.TYPE_CHECKING:
@@ -123,9 +124,14 @@ SIMULATION_FIELDS = {
     "thickness": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a thickness > 0 m"),
     "self_friction": _Field(float, lambda v: 0 <= v <= MAX_FRICTION,
                             f"a friction coefficient from 0 to {MAX_FRICTION:g}"),
+    "crack_tip_factor": _Field(float, lambda v: 0 < v <= 1, "a factor in (0, 1] (1: off)"),
+    "crack_tip_time": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a time > 0 s"),
 }
 #: simulation keys that are Simulation properties, not constructor arguments
-_SIMULATION_PROPERTIES = ("break_strain", "max_stretch")
+_SIMULATION_PROPERTIES = ("break_strain", "max_stretch", "crack_tip_factor", "crack_tip_time")
+#: [weight]: a mass sewn along the lowest particles (engine/topology.py sew_weight)
+WEIGHT_FIELDS = {"mass": _Field(float, lambda v: 0 < v < MAX_MAGNITUDE, "a mass > 0 kg",
+                                REQUIRED)}
 _NON_NEGATIVE = "a number >= 0"
 WIND_FIELDS = {  # rs.Wind's arguments; absent keys take Wind's defaults
     "velocity": _Field(_VEC3, default=REQUIRED),
@@ -174,7 +180,7 @@ CAMERA_FIELDS = {
 }
 _TOP_LEVEL = (
     "description", "builder", "max_particles", "simulation", "ground", "spheres", "camera",
-    "wind", *COLLIDER_FIELDS, *SOLVER_SETTINGS,
+    "wind", "weight", *COLLIDER_FIELDS, *SOLVER_SETTINGS,
 )
 #: [xpbd] / [vbd]: the integrators' settings (engine/solver_settings.py), set on the
 #: Simulation for whenever that integrator runs
@@ -351,8 +357,9 @@ class Scene:
 
     ``settings`` holds dt (s), gravity (m/s^2), integrator, drag (1/s) and substeps
     (simulation steps per rendered frame), and optionally break_strain and max_stretch
-    (strains; set on the Simulation). ``wind`` is the optional [wind] table (rs.Wind's
-    arguments). ``ground`` (height m, friction) is optional;
+    (strains), crack_tip_factor and crack_tip_time (set on the Simulation). ``wind`` is
+    the optional [wind] table (rs.Wind's arguments); ``weight`` the optional [weight]
+    table (mass kg, sewn along the lowest particles: topology.sew_weight). ``ground`` (height m, friction) is optional;
     ``spheres`` lists center (m), radius (m), friction; ``camera`` holds viewer hints.
     ``max_particles`` is the size limit the scene was checked against. ``solvers``
     holds the [xpbd] / [vbd] tables (engine/solver_settings.py).
@@ -372,10 +379,13 @@ class Scene:
     #: [[boxes]], [[capsules]], [[meshes]] tables by section name (see COLLIDER_FIELDS)
     colliders: dict[str, list[dict]] = field(default_factory=dict)
     solvers: dict = field(default_factory=dict)  # {"xpbd": {...}, "vbd": {...}}
+    weight: dict | None = None
 
     def build(self) -> SpringSystem:
-        """A fresh SpringSystem from the builder and its parameters."""
+        """A fresh SpringSystem from the builder and its parameters (and the [weight])."""
         system = BUILDERS[self.builder](**self.params)
+        if self.weight is not None:
+            system = sew_weight(system, **self.weight)
         system.name = self.name
         return system
 
@@ -439,7 +449,8 @@ class Scene:
     def _override_target(self, key: str) -> tuple[str | None, str]:
         """(section, key) an override changes; section None for the top-level
         ``max_particles``."""
-        sections = (self.builder, "simulation", "ground", "camera", "wind", *SOLVER_FIELDS)
+        sections = (self.builder, "simulation", "ground", "camera", "wind", "weight",
+                    *SOLVER_FIELDS)
         if key == "max_particles":
             return None, key
         if not isinstance(key, str):
@@ -479,6 +490,8 @@ class Scene:
             data["wind"] = dict(self.wind)
         data.update({name: [dict(t) for t in tables] for name, tables in self.colliders.items()})
         data.update({name: dict(values) for name, values in self.solvers.items() if values})
+        if self.weight is not None:
+            data["weight"] = dict(self.weight)
         return copy.deepcopy(data)
 
     def save(self, path: str | Path) -> None:
@@ -583,6 +596,8 @@ def _validate(data: dict, name: str, source: Path | None, where: str) -> Scene:
                    for name, fields in COLLIDER_FIELDS.items() if data.get(name)},
         solvers={name: _fixed_section(where, name, data[name], fields)
                  for name, fields in SOLVER_FIELDS.items() if name in data},
+        weight=(_fixed_section(where, "weight", data["weight"], WEIGHT_FIELDS)
+                if "weight" in data else None),
     )
     try:
         system = scene.build()
