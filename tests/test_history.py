@@ -368,3 +368,20 @@ def test_resuming_at_a_moment_with_a_grab_lets_the_particle_go():
     assert c.sim.grabbed == i              # the state shown was taken during the grab
     c.handle_key("space")
     assert c.sim.grabbed is None
+
+
+def test_an_edit_of_the_network_restarts_the_history_so_rewinding_never_fails():
+    """States held before a spring was added have the old spring list (set_state refuses
+    them): the timeline starts again at the edit, and stepping back stays after it."""
+    c = make_controller()
+    run_frames(c, 6)
+    c.sim.add_spring(0, 47)
+    edited_at = c.sim.time
+    run_frames(c, 4)
+    assert "edited" in c.message
+    for _ in range(10):
+        c.handle_key("left")             # as far back as the history goes: no error
+    assert c.sim.time >= edited_at and c.sim.n_springs == c.sim.system.springs.shape[0]
+    c.handle_key("space")
+    run_frames(c, 2)
+    assert np.isfinite(c.sim.positions).all()

@@ -174,6 +174,7 @@ class Timeline:
         self.branch: Branch | None = None
         self.replay: Replay | None = None
         self.budget = BudgetSeries()
+        self._topology_version: int | None = None  # of the springs the held states have
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -231,6 +232,15 @@ class Timeline:
         if self.replay is not None:
             return
         sim = self.controller.sim
+        version = sim.topology_version
+        if version != self._topology_version:
+            if self._topology_version is not None and len(self.history):
+                # the held states have the old springs: set_state would refuse them
+                self.drop_branch(quiet=True)
+                self.history.clear()
+                self.controller.message = ("the network was edited: the timeline starts "
+                                           "again from here")
+            self._topology_version = version
         state = sim.get_state()
         if self.branch is not None:
             self.branch.follow(sim)
