@@ -10,15 +10,7 @@ cannot be opened in the same process (see conftest.py).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-from test_viewer_window import display  # noqa: F401  (the Xvfb fixture)
-
-ROOT = Path(__file__).resolve().parent.parent
+from test_viewer_window import display, run_window_script  # noqa: F401  (the Xvfb fixture)
 
 SCRIPT = r"""
 import json, subprocess, sys
@@ -84,11 +76,7 @@ print(json.dumps(result))
 
 
 def test_x_drag_in_the_window_cuts_the_crossed_springs_ctrl_z_mends_k_blows(display):  # noqa: F811
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result = run_window_script(SCRIPT)
     assert result["paused"] and result["broken_before"] == 0
     assert result["stroke_points"] >= 5 and result["overlay_while_cutting"] == 1
     assert len(result["expected"]) > 10                 # the stroke crossed the cloth

@@ -42,6 +42,18 @@ def _start_xvfb() -> tuple[subprocess.Popen, str]:
     pytest.skip("could not start Xvfb")
 
 
+def run_window_script(script: str) -> dict:
+    """Run ``script`` (a window test written as a program: it prints one JSON line last)
+    in a fresh Python process on the current display; returns that line's dict."""
+    import json
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def display():
     """A DISPLAY for this module: the current one or a fresh Xvfb."""

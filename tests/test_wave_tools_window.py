@@ -8,15 +8,7 @@ process (see conftest.py).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-from test_viewer_window import display  # noqa: F401  (the Xvfb fixture)
-
-ROOT = Path(__file__).resolve().parent.parent
+from test_viewer_window import display, run_window_script  # noqa: F401  (the Xvfb fixture)
 
 SCRIPT = r"""
 import json
@@ -62,11 +54,7 @@ print(json.dumps(result))
 
 
 def test_q_held_click_plucks_and_alt_click_marks_a_probe_in_the_window(display):  # noqa: F811
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    run = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result = run_window_script(SCRIPT)
     assert result["probes"] == [70] and result["alt_held"] is False
     assert result["source"] == 40 and result["q_held"] is False
     expected = [result["strength"] * component for component in result["up"]]

@@ -140,12 +140,8 @@ def run_case(scene: Scene, values: Mapping[str, Any], steps: int | None = None,
     max_strain = sim.max_strain()
     diverged_step: int | str = ""
     diverged_time: float | str = ""
-    done = 0
     try:
-        while done < n:
-            chunk = min(STRAIN_EVERY, n - done)
-            sim.step(chunk)
-            done += chunk
+        for _ in sim.step_chunks(n, STRAIN_EVERY):
             max_strain = max(max_strain, sim.max_strain())
     except SimulationDiverged as stop:  # the state is the last finite one
         diverged_step, diverged_time = stop.step, stop.time

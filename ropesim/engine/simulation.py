@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -661,6 +661,18 @@ class Simulation(TopologyEditing):
                     self._diverged(reason)
                 if steps % CHECKPOINT_EVERY == 0:
                     self._ring.save(self._x, self._v, self._state.time, steps)
+
+    def step_chunks(self, n: int, every: int) -> Iterator[int]:
+        """Take n steps in calls of at most ``every`` steps, yielding the steps done
+        after each call (for sampling, progress or a check between them)."""
+        n = _count(n, "n (number of steps)", 0, MAX_STEPS_PER_CALL)
+        every = _count(every, "every", 1, MAX_STEPS_PER_CALL)
+        done = 0
+        while done < n:
+            chunk = min(every, n - done)
+            self.step(chunk)
+            done += chunk
+            yield done
 
     def _summarise(self) -> None:
         """A view of the state is handed out: summarise the state as the last step left

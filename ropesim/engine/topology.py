@@ -68,22 +68,12 @@ class Topology:
                         "break_strain": np.full(m, np.inf)}
 
 
-def _spring_index_array(indices: Any, m: int) -> np.ndarray:
-    """Validated spring indices in 0..m-1 (int64, flat, unique)."""
+def _index_array(indices: Any, count: int, what: str) -> np.ndarray:
+    """Validated ``what`` ("spring" or "particle") indices in 0..count-1 (int64, flat)."""
     index = as_index_array(indices, "indices").ravel()
-    outside = (index < 0) | (index >= m)
+    outside = (index < 0) | (index >= count)
     if outside.any():
-        raise ValueError(f"indices: spring indices must be in 0..{m - 1}, got "
-                         f"{show(index.tolist())}")
-    return np.unique(index)
-
-
-def _particle_index_array(indices: Any, n: int) -> np.ndarray:
-    """Validated particle indices in 0..n-1 (int64, flat)."""
-    index = as_index_array(indices, "indices").ravel()
-    outside = (index < 0) | (index >= n)
-    if outside.any():
-        raise ValueError(f"indices: particle indices must be in 0..{n - 1}, got "
+        raise ValueError(f"indices: {what} indices must be in 0..{count - 1}, got "
                          f"{show(index.tolist())}")
     return index
 
@@ -189,7 +179,7 @@ class TopologyEditing:
     def remove_springs(self, indices: Any) -> int:
         """Remove the springs at ``indices`` for good (not broken: they leave the list,
         which is compacted; reset() restores them); returns how many were removed."""
-        index = _spring_index_array(indices, self.n_springs)
+        index = np.unique(_index_array(indices, self.n_springs, "spring"))
         if not index.size:
             return 0
         keep = np.ones(self.n_springs, dtype=np.bool_)
@@ -233,14 +223,14 @@ class TopologyEditing:
 
     def pin_many(self, indices: Any) -> None:
         """Pin every particle in ``indices`` where it is now (a pin group)."""
-        index = _particle_index_array(indices, self.n_particles)
+        index = _index_array(indices, self.n_particles, "particle")
         self._pinned[index] = True
         self._v[index] = 0.0
         self._refresh_fixed()
 
     def unpin_many(self, indices: Any) -> None:
         """Unpin every particle in ``indices``."""
-        index = _particle_index_array(indices, self.n_particles)
+        index = _index_array(indices, self.n_particles, "particle")
         self._pinned[index] = False
         self._refresh_fixed()
 

@@ -205,12 +205,8 @@ def record(sim: Simulation, steps: int, every: int = 1,
         return _trajectory(sim, samples, every, steps, first_step, completed, reason)
 
     take_sample()
-    done = 0
     try:
-        while done < steps:
-            chunk = min(every, steps - done)
-            sim.step(chunk)
-            done += chunk
+        for done in sim.step_chunks(steps, every):
             take_sample()
             if progress is not None:
                 progress(done, steps)
