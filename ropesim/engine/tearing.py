@@ -141,18 +141,25 @@ def limit_stretch(x, v, spring_a, spring_b, rest, inv_mass, fixed, broken, max_s
     return max_passes
 
 
+@njit(cache=True, inline="always")
+def triangle_torn(edge_springs, broken, t):
+    """Whether triangle t has lost a spring along an edge (edge_springs (t, 3), -1 = no
+    spring on that edge)."""
+    torn = False
+    for e in range(3):
+        s = edge_springs[t, e]
+        if s >= 0 and broken[s]:
+            torn = True
+    return torn
+
+
 @njit(cache=True)
 def intact_triangles(triangles, edge_springs, broken, out):
     """Copy into out (t, 3) the triangles none of whose edge springs (t, 3; -1 = no
     spring on that edge) is broken; returns how many."""
     count = 0
     for t in range(triangles.shape[0]):
-        keep = True
-        for e in range(3):
-            s = edge_springs[t, e]
-            if s >= 0 and broken[s]:
-                keep = False
-        if keep:
+        if not triangle_torn(edge_springs, broken, t):
             for e in range(3):
                 out[count, e] = triangles[t, e]
             count += 1

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from ..state import Params, State
-from ..tearing import triangle_edge_springs
+from ..tearing import triangle_edge_springs, triangle_torn
 from .base import Force
 
 #: sinusoids per gust component
@@ -61,12 +61,7 @@ def triangle_wind(x, v, triangles, edge_springs, broken, w, rho, drag, lift, f):
     a triangle with a broken edge spring (edge_springs (t, 3), -1 = none) is skipped."""
     third = 1.0 / 3.0
     for t in range(triangles.shape[0]):
-        torn = False
-        for e in range(3):
-            s = edge_springs[t, e]
-            if s >= 0 and broken[s]:
-                torn = True
-        if torn:
+        if triangle_torn(edge_springs, broken, t):
             continue
         a, b, c = triangles[t, 0], triangles[t, 1], triangles[t, 2]
         e1x, e1y, e1z = x[b, 0] - x[a, 0], x[b, 1] - x[a, 1], x[b, 2] - x[a, 2]
