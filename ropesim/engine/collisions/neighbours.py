@@ -168,26 +168,31 @@ def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, 
 
 @njit(cache=True)
 def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                  reach, centres, half, cells, start, order, mask, shell, slots, counts):
+                  reach, centres, half, cells, start, order, rank, mask, shell, slots,
+                  counts):
     """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
-    largest count wanted (> S: the build must be redone with more slots)."""
+    largest count wanted (> S: the build must be redone with more slots). The primitives
+    go in index order (a system's neighbours in index are neighbours in space, so
+    consecutive queries read the same cells), each at its place rank[p] in bucket order."""
     largest = 0
-    for e in range(prims.shape[0]):
-        found = _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                           reach, centres, half, cells, start, order, mask, shell, slots)
-        counts[order[e]] = found
+    for p in range(prims.shape[0]):
+        found = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
+                           exclude_sq, reach, centres, half, cells, start, order, mask,
+                           shell, slots)
+        counts[p] = found
         largest = max(largest, found)
     return largest
 
 
 @njit(cache=True, parallel=True)
 def _query_parallel(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                    reach, centres, half, cells, start, order, mask, shell, slots, counts):
+                    reach, centres, half, cells, start, order, rank, mask, shell, slots,
+                    counts):
     """_query_serial with the primitives in parallel (the same result)."""
-    for e in prange(prims.shape[0]):
-        counts[order[e]] = _query_one(e, x, prims, adj_start, adj_list, component, rest_x,
-                                      exclude_sq, reach, centres, half, cells, start, order,
-                                      mask, shell, slots)
+    for p in prange(prims.shape[0]):
+        counts[p] = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
+                               exclude_sq, reach, centres, half, cells, start, order, mask,
+                               shell, slots)
     largest = 0
     for p in range(prims.shape[0]):
         largest = max(largest, counts[p])
@@ -287,6 +292,7 @@ class NeighbourList:
         self.start = np.zeros(self.mask + 2, np.int64)
         self.cursor = np.zeros(self.mask + 1, np.int64)
         self.order = np.zeros(n_prims, np.int64)
+        self.rank = np.zeros(n_prims, np.int64)
         self.sorted_centres = np.zeros((n_prims, 3))
         self.sorted_half = np.zeros(n_prims)
         self.sorted_cells = np.zeros((n_prims, 3), np.int64)
@@ -345,8 +351,8 @@ class NeighbourList:
         self.largest_half = _centres(x, p.prims, self.centres, self.half)
         cell_size = 2.0 * self.largest_half + reach
         bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
-                   self.start, self.cursor, self.order, self.sorted_centres, self.sorted_half,
-                   self.sorted_cells)
+                   self.start, self.cursor, self.order, self.rank, self.sorted_centres,
+                   self.sorted_half, self.sorted_cells)
         while True:
             parallel = self.prims.prims.shape[0] >= PARALLEL_PRIMITIVES and self.chooser.parallel()
             query = _query_parallel if parallel else _query_serial
@@ -354,7 +360,7 @@ class NeighbourList:
             largest = query(x, p.prims, p.adj_start, p.adj_list, p.component,
                             p.rest_x, exclude_sq, reach, self.sorted_centres,
                             self.sorted_half, self.sorted_cells, self.start, self.order,
-                            self.mask, HALF_SHELL, self.slots, self.counts)
+                            self.rank, self.mask, HALF_SHELL, self.slots, self.counts)
             self.chooser.record(parallel, began)
             if largest <= self.slots.shape[1]:
                 break
