@@ -21,14 +21,6 @@ def cell_hash(i, j, k, mask):
     return ((i * 73856093) ^ (j * 19349663) ^ (k * 83492791)) & mask
 
 
-@njit(cache=True, inline="always")
-def cell_key(i, j, k):
-    """Cell (i, j, k) packed into one int64 (21 bits per axis): equal for equal cells, so
-    one comparison tells a query the cells of a bucket apart. Cells 2^21 apart on an axis
-    share a key; a query's distance test then drops their points (they are far)."""
-    return (i & 0x1FFFFF) | ((j & 0x1FFFFF) << 21) | ((k & 0x1FFFFF) << 42)
-
-
 def table_mask(n_points: int) -> int:
     """mask = 2^p - 1 for the smallest table of at least 2 x n_points buckets."""
     return (1 << max(1, math.ceil(math.log2(max(2 * n_points, 2))))) - 1
@@ -42,12 +34,11 @@ HALF_SHELL = np.array([(di, dj, dk) for di in (-1, 0, 1) for dj in (-1, 0, 1)
 
 @njit(cache=True)
 def bin_points(centres, radius, cell_size, mask, cells, keys, start, cursor, order,
-               rank, sorted_centres, sorted_radius, sorted_cells, sorted_keys):
+               rank, sorted_centres, sorted_radius, sorted_cells):
     """Bin the points centres (P, 3) m with radii (P,) m: cells (P, 3) int64 and keys
     (P,) per point; start (mask + 2,) and order (P,) bucket by bucket, rank (P,) its
     inverse (order[rank[p]] = p); the points' centres, radii and cells copied in that
-    order (sorted_*; sorted_keys: their cell_key), so a query reads them contiguously
-    (cursor: (mask + 1,) scratch)."""
+    order (sorted_*), so a query reads them contiguously (cursor: (mask + 1,) scratch)."""
     n = centres.shape[0]
     inv = 1.0 / cell_size
     for p in range(n):
@@ -73,5 +64,4 @@ def bin_points(centres, radius, cell_size, mask, cells, keys, start, cursor, ord
         for d in range(3):
             sorted_centres[e, d] = centres[p, d]
             sorted_cells[e, d] = cells[p, d]
-        sorted_keys[e] = cell_key(cells[p, 0], cells[p, 1], cells[p, 2])
         sorted_radius[e] = radius[p]

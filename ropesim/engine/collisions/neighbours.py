@@ -37,7 +37,7 @@ from numba import njit, prange
 
 from ..parallel import Chooser
 from .geometry import bounding_ball, pair_weights, weighted_gap
-from .hashing import HALF_SHELL, bin_points, cell_hash, cell_key, table_mask
+from .hashing import HALF_SHELL, bin_points, cell_hash, table_mask
 from .primitives import Primitives
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
@@ -120,11 +120,10 @@ def _centres(x, prims, centres, half):
 
 @njit(cache=True, inline="always")
 def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-               centres, half, cells, keys, start, order, mask, shell, slots):
+               centres, half, cells, start, order, mask, shell, slots):
     """Candidate partners of the primitive p = order[e] (the e-th in bucket order) in
     its own cell after it and in the 13 half-shell cells, into slots[p] (as many as
-    fit); returns how many there are. centres, half, cells and their cell_key keys are
-    in bucket order."""
+    fit); returns how many there are. centres, half and cells are in bucket order."""
     p = order[e]
     capacity = slots.shape[1]
     reach_sq = reach * reach
@@ -139,10 +138,9 @@ def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, 
             j += shell[c - 1, 1]
             k += shell[c - 1, 2]
         h = cell_hash(i, j, k, mask)
-        key = cell_key(i, j, k)
         first = e + 1 if c == 0 else start[h]
         for f in range(first, start[h + 1]):
-            if keys[f] != key:
+            if cells[f, 0] != i or cells[f, 1] != j or cells[f, 2] != k:
                 continue
             bound = half[e] + half[f] + reach
             dx = cx - centres[f, 0]
@@ -170,8 +168,8 @@ def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, 
 
 @njit(cache=True)
 def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                  reach, centres, half, cells, keys, start, order, rank, mask, shell,
-                  slots, counts):
+                  reach, centres, half, cells, start, order, rank, mask, shell, slots,
+                  counts):
     """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
     largest count wanted (> S: the build must be redone with more slots). The primitives
     go in index order (a system's neighbours in index are neighbours in space, so
@@ -179,8 +177,8 @@ def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
     largest = 0
     for p in range(prims.shape[0]):
         found = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
-                           exclude_sq, reach, centres, half, cells, keys, start, order,
-                           mask, shell, slots)
+                           exclude_sq, reach, centres, half, cells, start, order, mask,
+                           shell, slots)
         counts[p] = found
         largest = max(largest, found)
     return largest
@@ -188,13 +186,13 @@ def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
 
 @njit(cache=True, parallel=True)
 def _query_parallel(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                    reach, centres, half, cells, keys, start, order, rank, mask, shell,
-                    slots, counts):
+                    reach, centres, half, cells, start, order, rank, mask, shell, slots,
+                    counts):
     """_query_serial with the primitives in parallel (the same result)."""
     for p in prange(prims.shape[0]):
         counts[p] = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
-                               exclude_sq, reach, centres, half, cells, keys, start, order,
-                               mask, shell, slots)
+                               exclude_sq, reach, centres, half, cells, start, order, mask,
+                               shell, slots)
     largest = 0
     for p in range(prims.shape[0]):
         largest = max(largest, counts[p])
@@ -298,7 +296,6 @@ class NeighbourList:
         self.sorted_centres = np.zeros((n_prims, 3))
         self.sorted_half = np.zeros(n_prims)
         self.sorted_cells = np.zeros((n_prims, 3), np.int64)
-        self.sorted_keys = np.zeros(n_prims, np.int64)
         self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
         self.counts = np.zeros(n_prims, np.int32)
         self.x_build = np.zeros((n_particles, 3))
@@ -355,15 +352,14 @@ class NeighbourList:
         cell_size = 2.0 * self.largest_half + reach
         bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
                    self.start, self.cursor, self.order, self.rank, self.sorted_centres,
-                   self.sorted_half, self.sorted_cells, self.sorted_keys)
+                   self.sorted_half, self.sorted_cells)
         while True:
             parallel = self.prims.prims.shape[0] >= PARALLEL_PRIMITIVES and self.chooser.parallel()
             query = _query_parallel if parallel else _query_serial
             began = time.perf_counter()
             largest = query(x, p.prims, p.adj_start, p.adj_list, p.component,
                             p.rest_x, exclude_sq, reach, self.sorted_centres,
-                            self.sorted_half, self.sorted_cells, self.sorted_keys,
-                            self.start, self.order,
+                            self.sorted_half, self.sorted_cells, self.start, self.order,
                             self.rank, self.mask, HALF_SHELL, self.slots, self.counts)
             self.chooser.record(parallel, began)
             if largest <= self.slots.shape[1]:
