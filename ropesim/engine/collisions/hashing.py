@@ -34,11 +34,11 @@ HALF_SHELL = np.array([(di, dj, dk) for di in (-1, 0, 1) for dj in (-1, 0, 1)
 
 @njit(cache=True)
 def bin_points(centres, radius, cell_size, mask, cells, keys, start, cursor, order,
-               sorted_centres, sorted_radius, sorted_cells):
+               rank, sorted_centres, sorted_radius, sorted_cells):
     """Bin the points centres (P, 3) m with radii (P,) m: cells (P, 3) int64 and keys
-    (P,) per point; start (mask + 2,) and order (P,) bucket by bucket; the points'
-    centres, radii and cells copied in that order (sorted_*), so a query reads them
-    contiguously (cursor: (mask + 1,) scratch)."""
+    (P,) per point; start (mask + 2,) and order (P,) bucket by bucket, rank (P,) its
+    inverse (order[rank[p]] = p); the points' centres, radii and cells copied in that
+    order (sorted_*), so a query reads them contiguously (cursor: (mask + 1,) scratch)."""
     n = centres.shape[0]
     inv = 1.0 / cell_size
     for p in range(n):
@@ -60,6 +60,7 @@ def bin_points(centres, radius, cell_size, mask, cells, keys, start, cursor, ord
         e = cursor[h]
         cursor[h] += 1
         order[e] = p
+        rank[p] = e
         for d in range(3):
             sorted_centres[e, d] = centres[p, d]
             sorted_cells[e, d] = cells[p, d]

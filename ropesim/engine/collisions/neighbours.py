@@ -57,6 +57,11 @@ PARALLEL_PRIMITIVES = 4096
 DRIFT_CELLS = 4.0
 #: candidate slots per primitive to start with (doubled when a build needs more)
 START_SLOTS = 16
+#: after this many lists in a row that each lasted one step, the local drift check (which
+#: then costs a rebuild's time and saves nothing) runs only on every PROBE_EVERY-th step
+#: until a list lasts longer (the global check still runs every step)
+SKIP_LOCAL_AFTER = 4
+PROBE_EVERY = 8
 
 
 @njit(cache=True, inline="always")
@@ -76,9 +81,13 @@ def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
     a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
     b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
     if component[a0] == component[b0]:
-        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
-        gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
-                                  wb2)
+        if a0 == a2 and b0 == b2:  # two spheres: their particles' distance
+            gx, gy, gz = (rest_x[a0, 0] - rest_x[b0, 0], rest_x[a0, 1] - rest_x[b0, 1],
+                          rest_x[a0, 2] - rest_x[b0, 2])
+        else:
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
+            gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                      wb1, wb2)
         if gx * gx + gy * gy + gz * gz < exclude_sq:
             return True
     for i in range(3):
@@ -120,6 +129,7 @@ def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, 
     reach_sq = reach * reach
     found = 0
     a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    sphere = a0 == a2
     cx, cy, cz = centres[e, 0], centres[e, 1], centres[e, 2]
     for c in range(shell.shape[0] + 1):
         i, j, k = cells[e, 0], cells[e, 1], cells[e, 2]
@@ -140,13 +150,14 @@ def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, 
                 continue
             q = order[f]
             b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-            if wa0 < 0.0:
-                continue  # a pair the pass does not test (see pair_weights)
-            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
-                                      wb2)
-            if gx * gx + gy * gy + gz * gz > reach_sq:
-                continue
+            if not (sphere and b0 == b2):  # two spheres: the centres' test was theirs
+                wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+                if wa0 < 0.0:
+                    continue  # a pair the pass does not test (see pair_weights)
+                gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                          wb1, wb2)
+                if gx * gx + gy * gy + gz * gz > reach_sq:
+                    continue
             if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
                 continue
             if found < capacity:
@@ -157,26 +168,31 @@ def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, 
 
 @njit(cache=True)
 def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                  reach, centres, half, cells, start, order, mask, shell, slots, counts):
+                  reach, centres, half, cells, start, order, rank, mask, shell, slots,
+                  counts):
     """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
-    largest count wanted (> S: the build must be redone with more slots)."""
+    largest count wanted (> S: the build must be redone with more slots). The primitives
+    go in index order (a system's neighbours in index are neighbours in space, so
+    consecutive queries read the same cells), each at its place rank[p] in bucket order."""
     largest = 0
-    for e in range(prims.shape[0]):
-        found = _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                           reach, centres, half, cells, start, order, mask, shell, slots)
-        counts[order[e]] = found
+    for p in range(prims.shape[0]):
+        found = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
+                           exclude_sq, reach, centres, half, cells, start, order, mask,
+                           shell, slots)
+        counts[p] = found
         largest = max(largest, found)
     return largest
 
 
 @njit(cache=True, parallel=True)
 def _query_parallel(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                    reach, centres, half, cells, start, order, mask, shell, slots, counts):
+                    reach, centres, half, cells, start, order, rank, mask, shell, slots,
+                    counts):
     """_query_serial with the primitives in parallel (the same result)."""
-    for e in prange(prims.shape[0]):
-        counts[order[e]] = _query_one(e, x, prims, adj_start, adj_list, component, rest_x,
-                                      exclude_sq, reach, centres, half, cells, start, order,
-                                      mask, shell, slots)
+    for p in prange(prims.shape[0]):
+        counts[p] = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
+                               exclude_sq, reach, centres, half, cells, start, order, mask,
+                               shell, slots)
     largest = 0
     for p in range(prims.shape[0]):
         largest = max(largest, counts[p])
@@ -242,6 +258,8 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
                         used += 1
                     for corner in range(3):
                         c = prims[p, corner]
+                        if corner > 0 and c == prims[p, corner - 1]:
+                            continue  # a sphere's or capsule's repeated index
                         for d in range(3):
                             u = x[c, d] - x_build[c, d]
                             box_min[h, d] = min(box_min[h, d], u)
@@ -274,6 +292,7 @@ class NeighbourList:
         self.start = np.zeros(self.mask + 2, np.int64)
         self.cursor = np.zeros(self.mask + 1, np.int64)
         self.order = np.zeros(n_prims, np.int64)
+        self.rank = np.zeros(n_prims, np.int64)
         self.sorted_centres = np.zeros((n_prims, 3))
         self.sorted_half = np.zeros(n_prims)
         self.sorted_cells = np.zeros((n_prims, 3), np.int64)
@@ -286,6 +305,7 @@ class NeighbourList:
         self.chooser = Chooser()
         self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
         self.lived = 0  # updates since the last build
+        self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_LOCAL_AFTER)
         self.largest_half = 0.0  # m, at the last build
         self.drift_mask = table_mask(n_prims)
         self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
@@ -303,7 +323,7 @@ class NeighbourList:
                 return False
             p = self.prims
             cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
-            if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
+            if not self.skips_local_check and not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
                                    self.drift_mask, self.box_min, self.box_max, self.touched,
                                    skin * skin):
                 return False
@@ -315,16 +335,24 @@ class NeighbourList:
         self.build(x, thickness)
         return True
 
+    @property
+    def skips_local_check(self) -> bool:
+        """Whether update skips drifted_locally this step (see SKIP_LOCAL_AFTER)."""
+        streak = self.one_step_lists
+        return streak >= SKIP_LOCAL_AFTER and streak % PROBE_EVERY != 0
+
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""
+        lasted_one_step = self.built_for == thickness and self.lived == 1
+        self.one_step_lists = self.one_step_lists + 1 if lasted_one_step else 0
         p = self.prims
         reach = (1.0 + self.skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
         self.largest_half = _centres(x, p.prims, self.centres, self.half)
         cell_size = 2.0 * self.largest_half + reach
         bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
-                   self.start, self.cursor, self.order, self.sorted_centres, self.sorted_half,
-                   self.sorted_cells)
+                   self.start, self.cursor, self.order, self.rank, self.sorted_centres,
+                   self.sorted_half, self.sorted_cells)
         while True:
             parallel = self.prims.prims.shape[0] >= PARALLEL_PRIMITIVES and self.chooser.parallel()
             query = _query_parallel if parallel else _query_serial
@@ -332,7 +360,7 @@ class NeighbourList:
             largest = query(x, p.prims, p.adj_start, p.adj_list, p.component,
                             p.rest_x, exclude_sq, reach, self.sorted_centres,
                             self.sorted_half, self.sorted_cells, self.start, self.order,
-                            self.mask, HALF_SHELL, self.slots, self.counts)
+                            self.rank, self.mask, HALF_SHELL, self.slots, self.counts)
             self.chooser.record(parallel, began)
             if largest <= self.slots.shape[1]:
                 break
