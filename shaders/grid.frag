@@ -7,7 +7,8 @@
 // the ground level gets a line; without it that code is left out (a software
 // rasteriser runs both sides of a branch). The plane receives the key light's shadow with contact
 // shading (shadow.glsl, floor_shadow.frag): darker and sharper right under a
-// caster.
+// caster. Compiled with UNSHADOWED (the floor beyond the light frustum's reach,
+// where floor_shadow() would answer fully lit) the lookup is left out.
 #include "shadow.glsl"
 
 in vec3 v_world;
@@ -52,10 +53,15 @@ void main() {
         line = max(line, 1.0 - clamp(px - 1.0, 0.0, 1.0));   // the ground line, 2-3 px
     }
 #endif
-    vec2 shadow = floor_shadow(v_light);   // (visibility, occlusion)
-    float light = mix(0.38, 1.0, shadow.x) * (1.0 - 0.45 * shadow.y);
     float fade = 1.0 - smoothstep(0.55, 1.0, length(v_corner));
     float alpha = mix(fill_alpha, 1.0, line) * fade;
+#ifdef UNSHADOWED
+    // beyond the light's reach (nothing casts a shadow there): floor_shadow() is (1, 0)
+    f_color = vec4(mix(u_background, mix(fill, u_line_color, line), alpha), 1.0);
+#else
+    vec2 shadow = floor_shadow(v_light);   // (visibility, occlusion)
+    float light = mix(0.38, 1.0, shadow.x) * (1.0 - 0.45 * shadow.y);
     alpha = mix(alpha, max(alpha, 0.92 * fade), 1.0 - light);   // shadows stay readable
     f_color = vec4(mix(u_background, mix(fill, u_line_color, line) * light, alpha), 1.0);
+#endif
 }

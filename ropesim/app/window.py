@@ -19,7 +19,8 @@ import moderngl_window
 import numpy as np
 
 from ..render.camera import parse_camera_arg
-from ..render.offscreen import OffscreenTarget, clamp_samples
+from ..render.msaa import MultisampleLayer
+from ..render.offscreen import clamp_samples
 from ..render.overlay import Overlay
 from ..render.renderer import Renderer
 from .arguments import add_scene_arguments, add_timeline_arguments, number
@@ -123,7 +124,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
                                            else SCENE_SAMPLES)
         # the samples follow the frame budget unless --samples fixed them
         self.sample_governor = None if fixed else SampleGovernor(self.scene_samples)
-        self._scene_target: OffscreenTarget | None = None
+        self._layer: MultisampleLayer | None = None
         self._cursor: tuple[float, float] | None = None  # last cursor, framebuffer px
         self._fullscreen = bool(self.wnd.fullscreen)
         self._update_pixel_scale()
@@ -164,33 +165,24 @@ class RopesimWindow(moderngl_window.WindowConfig):
         return grabber.grab(self.renderer, c.camera, c.options)
 
     # -- moderngl-window 3.x callbacks -------------------------------------------------
-    def _scene_framebuffer(self, width: int, height: int) -> OffscreenTarget | None:
-        """The multisampled target the scene is drawn into (re-created on a resize), or
-        None without MSAA (the scene is then drawn into the window directly)."""
-        if not self.scene_samples:
-            return None
-        target = self._scene_target
-        if target is None or target.size != (width, height):
-            if target is not None:
-                target.release()
-            target = self._scene_target = OffscreenTarget(self.ctx, width, height,
-                                                          self.scene_samples)
-        return target
+    def _scene_layer(self) -> MultisampleLayer | None:
+        """The multisampled layer the scene's objects are drawn into (render/msaa.py;
+        re-created when the samples change), or None without MSAA."""
+        layer = self._layer
+        if layer is not None and layer.samples != self.scene_samples:
+            layer.release()
+            layer = self._layer = None
+        if layer is None and self.scene_samples:
+            layer = self._layer = MultisampleLayer(self.ctx, self.scene_samples)
+        return layer
 
     def _draw(self, frame_time: float) -> None:
-        """The scene (multisampled, resolved into the window), then the panel (and
-        notices) over it, into the window."""
+        """The scene (its objects multisampled, blended over the floor), then the panel
+        (and notices) over it, into the window."""
         c = self.controller
         width, height = self.wnd.buffer_size
-        target = self._scene_framebuffer(width, height)
-        if target is None:
-            self.wnd.use()
-            self.renderer.draw(c.camera, width, height, c.options)
-        else:
-            target.use()
-            self.renderer.draw(c.camera, width, height, c.options)
-            target.resolve_into(self.wnd.fbo)
-            self.wnd.use()
+        self.wnd.use()
+        self.renderer.draw(c.camera, width, height, c.options, multisample=self._scene_layer())
         self.overlay.draw(c.overlay_lines(), width, height)
         # the panel builds an empty frame while hidden: imgui's input queue stays current
         self.imgui.render_frame(self.panel.draw, frame_time)
@@ -309,9 +301,9 @@ class RopesimWindow(moderngl_window.WindowConfig):
 
     def on_close(self) -> None:
         self.controller.close()
-        if self._scene_target is not None:
-            self._scene_target.release()
-            self._scene_target = None
+        if self._layer is not None:
+            self._layer.release()
+            self._layer = None
 
 
 __all__ = ["RopesimWindow", "add_viewer_arguments"]

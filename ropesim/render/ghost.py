@@ -16,6 +16,7 @@ import moderngl
 import numpy as np
 
 from ..io.paths import shader_dir
+from .msaa import BLEND_OVER
 
 GHOST_COLOR = (0.55, 0.85, 1.0)   # sRGB, a light blue the cloth and rope colours lack
 SURFACE_ALPHA = 0.4
@@ -72,7 +73,7 @@ class GhostLayer:
         ctx, prog = self.ctx, self.program
         prog["u_view_proj"].write(np.ascontiguousarray(view_proj, dtype=np.float32).tobytes())
         ctx.enable(moderngl.BLEND | moderngl.DEPTH_TEST)
-        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        ctx.blend_func = BLEND_OVER   # alpha as coverage: also over a transparent layer
         target = ctx.fbo
         target.depth_mask = False
         try:

@@ -45,6 +45,7 @@ from ..engine.tearing import intact_triangles, triangle_edge_springs
 from ..io.paths import shader_dir
 from .colliders import ColliderDrawing
 from .ghost import GhostLayer
+from .msaa import BLEND_OVER, MultisampleLayer, screen_rect
 from .offscreen import FrameGrabber, clamp_samples
 from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowMap, fit_light
 from .strain import vertex_strain
@@ -444,6 +445,10 @@ class Renderer:
             "particles_depth": _program(ctx, "particles.vert", "sprite_depth.frag"),
             "grid": _program(ctx, "grid.vert", "grid.frag"),
             "grid_ground_line": _program(ctx, "grid.vert", "grid.frag", defines=("GROUND_LINE",)),
+            # the floor beyond the light's reach: no shadow lookup (render/shadow.py)
+            "grid_unshadowed": _program(ctx, "grid.vert", "grid.frag", defines=("UNSHADOWED",)),
+            "grid_ground_line_unshadowed": _program(ctx, "grid.vert", "grid.frag",
+                                                    defines=("GROUND_LINE", "UNSHADOWED")),
             "floor_shadow": _program(ctx, "floor_shadow.vert", "floor_shadow.frag"),
         }
         strain_colors = tuple(c for _, c in STRAIN_STOPS)
@@ -463,7 +468,12 @@ class Renderer:
         corners = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], dtype=np.float32)
         self._grid_vbo = ctx.buffer(corners.tobytes())
         self._grid_vaos = {name: ctx.vertex_array(progs[name], [(self._grid_vbo, "2f", "in_corner")])
-                           for name in ("grid", "grid_ground_line")}
+                           for name in ("grid", "grid_ground_line", "grid_unshadowed",
+                                        "grid_ground_line_unshadowed")}
+        # the part of the floor the light's frustum reaches, in floor-quad coordinates
+        self._reach_vbo = ctx.buffer(reserve=4 * 2 * 4, dynamic=True)
+        self._reach_vaos = {name: ctx.vertex_array(progs[name], [(self._reach_vbo, "2f", "in_corner")])
+                            for name in ("grid", "grid_ground_line")}
         self._floor_shadow_vao = ctx.vertex_array(progs["floor_shadow"],
                                                   [(self._grid_vbo, "2f", "in_corner")])
         verts, tris = uv_sphere()
@@ -477,7 +487,8 @@ class Renderer:
                 index_buffer=self._sphere_ibo, index_element_size=4)
             for name in ("surface", "surface_depth")
         }
-        self._static = [*self._grid_vaos.values(), self._floor_shadow_vao, self._grid_vbo,
+        self._static = [*self._grid_vaos.values(), *self._reach_vaos.values(), self._reach_vbo,
+                        self._floor_shadow_vao, self._grid_vbo,
                         *self._sphere_vaos.values(), self._sphere_vbo, self._sphere_ibo,
                         self.shadow_map]
 
@@ -825,11 +836,17 @@ class Renderer:
         self._vbo_strain.write(self._strain)
 
     def draw(self, camera: Any, width: int, height: int,
-             options: RenderOptions | None = None, *, clear: bool = True) -> None:
+             options: RenderOptions | None = None, *, clear: bool = True,
+             multisample: MultisampleLayer | None = None) -> None:
         """Upload the current state and draw the scene into the bound framebuffer.
 
         width, height : framebuffer size in pixels (sets the viewport).
         clear : clear colour (to ``options.background``) and depth first.
+        multisample : antialias through this layer (render/msaa.py): the objects are
+            drawn into it over their rectangle on screen and blended over the floor,
+            which is drawn single-sampled into the bound framebuffer first (the whole
+            scene goes through the layer when the camera or an object is below the
+            floor, or behind a planar scene's backdrop).
 
         With ``options.shadows`` the shadow map is drawn first (into its own
         framebuffer; the one bound before is bound again). Leaves blending off and
@@ -866,6 +883,14 @@ class Renderer:
         if opts.shadows:
             self.shadow_map.bind(_UNIT_SHADOW_COMPARE, _UNIT_SHADOW_RAW, _UNIT_FLOOR_SHADOW)
 
+        # with a layer, the floor first (single-sampled) and the objects over their rectangle
+        split = multisample is not None and (not opts.show_grid or self._floor_under_scene(frame))
+        floor_first = split and opts.show_grid
+        rect = self._objects_rect(frame, opts) if split else (0, 0, int(width), int(height))
+        if floor_first:
+            self._draw_grid(frame.ground, opts.background, opts.shadows)
+        if multisample is not None and rect is not None:
+            multisample.begin(width, height, rect)
         if frame.surface:
             self._draw_surface(frame, opts)
         if frame.tube:
@@ -876,8 +901,8 @@ class Renderer:
             body = frame.surface or frame.tube
             self._draw_springs(opts, SPRING_ON_SURFACE_COLOR if body else SPRING_COLOR)
         self._draw_particles(frame, opts)
-        if opts.show_grid:
-            self._draw_grid(frame.ground, opts.background)
+        if opts.show_grid and not floor_first:
+            self._draw_grid(frame.ground, opts.background, opts.shadows)
         if opts.show_axes:
             self._draw_axes(opts.spring_width_px + 1.0)
         if opts.ghost is not None:   # issue 15: a branch's original run, translucent
@@ -885,9 +910,42 @@ class Renderer:
                 self._ghost = GhostLayer(ctx, self.sim.system)   # freed with the scene
                 self._scene.append(self._ghost)
             self._ghost.draw(opts.ghost, frame.view_proj)
+        if multisample is not None and rect is not None:
+            multisample.composite(target, rect)
         if opts.shadows:
             self.shadow_map.unbind(_UNIT_SHADOW_COMPARE)
         ctx.disable(moderngl.BLEND)
+
+    def _floor_under_scene(self, frame: _Frame) -> bool:
+        """Whether the camera and everything drawn (particles, balls, colliders, up to a
+        particle radius below) are on the visible side of the floor (or in front of a
+        planar scene's backdrop): then the floor hides nothing and can be drawn first."""
+        point, normal = self._floor_plane(frame.ground)
+        axis = 2 if self.planar else 1
+        level = point[axis]
+        lo = frame.lo.copy()
+        for center, radius in frame.spheres:
+            lo = np.minimum(lo, center - radius)
+        lo, _ = self._colliders.extend(lo, frame.hi)
+        slack = max(self.particle_radius, self.tube_radius)
+        return bool(frame.eye[axis] > level and lo[axis] >= level - slack)
+
+    def _objects_rect(self, frame: _Frame, opts: RenderOptions) -> tuple[int, int, int, int] | None:
+        """The pixel rectangle of everything but the floor (None: nothing on screen)."""
+        pad = 2.0 * max(self.particle_radius, self.tube_radius)   # flagged sprites grow 1.6x
+        lo, hi = frame.lo - pad, frame.hi + pad
+        for center, radius in frame.spheres:
+            lo, hi = np.minimum(lo, center - radius), np.maximum(hi, center + radius)
+        lo, hi = self._colliders.extend(lo, hi)
+        if opts.show_axes:
+            lo, hi = np.minimum(lo, 0.0), np.maximum(hi, self.axis_length)
+        if opts.ghost is not None:
+            ghost_lo, ghost_hi = bounds(np.asarray(opts.ghost, dtype=np.float64))
+            lo, hi = np.minimum(lo, ghost_lo - pad), np.maximum(hi, ghost_hi + pad)
+        # sprites and tubes have a smallest size on screen; lines a width
+        margin = 2.0 + 1.6 * max(opts.particle_min_px, TUBE_MIN_PX) + opts.spring_width_px
+        return screen_rect(frame.view_proj, lo, hi, int(frame.viewport[0]),
+                           int(frame.viewport[1]), margin)
 
     def _plan(self, camera: Any, width: int, height: int, opts: RenderOptions) -> _Frame:
         view = np.asarray(camera.view_matrix(), dtype=np.float32)
@@ -1146,21 +1204,22 @@ class Renderer:
                                 0.55 if frame.surface else 1.0)
         # Blending only smooths the one-pixel rim of each sprite.
         self.ctx.enable(moderngl.BLEND)
-        self.ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        self.ctx.blend_func = BLEND_OVER
         if frame.all_particles:
             self._vao_particles.render(moderngl.POINTS)
         else:
             self._vao_flagged.render(moderngl.POINTS, vertices=self.n_flagged)
         self.ctx.disable(moderngl.BLEND)
 
-    def _draw_grid(self, ground: float | None, background: Color) -> None:
+    def _draw_grid(self, ground: float | None, background: Color, shadows: bool) -> None:
         """Ground grid at the Ground contact's height (else below the scene), or for
         planar scenes a backdrop grid in the xy plane behind z = 0; it receives the
         shadows. Opaque: it fades into ``background`` itself (no blending, which
-        costs a software rasteriser per sample under MSAA)."""
+        costs a software rasteriser per sample under MSAA). With ``shadows`` the part
+        the light's frustum reaches is drawn first with the shadow lookup, and the
+        rest of the floor after it without (the depth test keeps the first)."""
         # a planar scene's ground, seen edge-on, gets its line (a variant of the shader)
         name = "grid_ground_line" if self.planar and ground is not None else "grid"
-        prog = self.programs[name]
         half = 4.0 * self.extent
         cx, cy, _ = (float(v) for v in self._center)
         if self.planar:
@@ -1169,20 +1228,53 @@ class Renderer:
         else:
             origin = (cx, self._floor_height(ground), float(self._center[2]))
             axis_u, axis_v = (half, 0.0, 0.0), (0.0, 0.0, half)
-        prog["u_origin"].value = origin
-        prog["u_axis_u"].value = axis_u
-        prog["u_axis_v"].value = axis_v
-        prog["u_cell"].value = self.grid_cell
-        prog["u_major"].value = 10.0
-        prog["u_line_color"].value = GRID_LINE_COLOR
-        prog["u_fill_color"].value = GRID_FILL_COLOR
-        prog["u_fill_alpha"].value = 0.85
-        _set(prog, "u_ground_y", float(ground) if ground is not None else 0.0)
-        _set(prog, "u_background", tuple(float(c) for c in background[:3]))
-        # Behind anything lying on the ground (cloth, rope) rather than z-fighting with it.
-        self.ctx.polygon_offset = (2.0, 2.0)
-        self._grid_vaos[name].render(moderngl.TRIANGLE_STRIP)
+        reach = self._light_reach(ground, origin, half) if shadows else None
+        if reach is not None:
+            self._reach_vbo.write(reach)
+            # the rest behind the reach's part (drawn first) where they overlap
+            passes = [(name, self._reach_vaos[name], (2.0, 2.0)),
+                      (name + "_unshadowed", self._grid_vaos[name + "_unshadowed"], (3.0, 3.0))]
+        else:   # all of it with the lookup (or, without shadows, none of it)
+            name = name if shadows else name + "_unshadowed"
+            passes = [(name, self._grid_vaos[name], (2.0, 2.0))]
+        for program, vao, offset in passes:
+            prog = self.programs[program]
+            prog["u_origin"].value = origin
+            prog["u_axis_u"].value = axis_u
+            prog["u_axis_v"].value = axis_v
+            prog["u_cell"].value = self.grid_cell
+            prog["u_major"].value = 10.0
+            prog["u_line_color"].value = GRID_LINE_COLOR
+            prog["u_fill_color"].value = GRID_FILL_COLOR
+            prog["u_fill_alpha"].value = 0.85
+            _set(prog, "u_ground_y", float(ground) if ground is not None else 0.0)
+            _set(prog, "u_background", tuple(float(c) for c in background[:3]))
+            # Behind anything lying on the ground (cloth, rope) rather than z-fighting with it.
+            self.ctx.polygon_offset = offset
+            vao.render(moderngl.TRIANGLE_STRIP)
         self.ctx.polygon_offset = (0.0, 0.0)
+
+    def _light_reach(self, ground: float | None, origin: tuple[float, float, float],
+                     half: float) -> np.ndarray | None:
+        """(4, 2) float32 corners, in the floor quad's coordinates (origin + u * half
+        along the first plane axis + v * half along the second), of where the light's
+        frustum meets the floor (outside it nothing casts a shadow), in strip order;
+        None when a corner ray of the frustum misses the floor within its depth range."""
+        point, normal = self._floor_plane(ground)
+        inverse = np.linalg.inv(self._light.view_proj.astype(np.float64))
+        corners = np.array([[x, y] for y in (-1.0, 1.0) for x in (-1.0, 1.0)])
+        near = np.column_stack([corners, -np.ones(4), np.ones(4)]) @ inverse
+        far = np.column_stack([corners, np.ones(4), np.ones(4)]) @ inverse
+        p0, p1 = near[:, :3] / near[:, 3:], far[:, :3] / far[:, 3:]
+        along = (p1 - p0) @ np.asarray(normal)
+        if np.any(np.abs(along) < 1e-9):
+            return None
+        t = ((np.asarray(point) - p0) @ np.asarray(normal)) / along
+        if np.any(t < 0.0) or np.any(t > 1.0) or not np.all(np.isfinite(t)):
+            return None
+        hits = p0 + t[:, None] * (p1 - p0) - np.asarray(origin)
+        u_axis, v_axis = (0, 1) if self.planar else (0, 2)
+        return np.ascontiguousarray(hits[:, [u_axis, v_axis]] / half, dtype=np.float32)
 
     def frame_grabber(self, width: int, height: int, samples: int = 4) -> FrameGrabber:
         """A FrameGrabber of this size kept by the renderer (re-created only on a size change)."""
