@@ -5,6 +5,8 @@
     python benchmarks/time_draw.py --sizes 128 --samples 4 --draws 30
     python benchmarks/time_draw.py --json out.json       # also write the numbers
     python benchmarks/time_draw.py --window              # whole frames in the real window
+    python benchmarks/time_draw.py --window --sizes 128 --modes surface --baseline ../main \
+        --rounds 3 --viewer-args='--samples 4'          # against another checkout, alternating
 
 ``--window`` measures what a user sees: the real viewer window (under $DISPLAY, or an
 Xvfb it starts), 1280 x 720 px with its panel, the default scene's cloth resized
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -37,6 +40,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if "--root" in sys.argv:      # a child measuring another checkout (--baseline)
+    ROOT = os.path.abspath(sys.argv[sys.argv.index("--root") + 1])
 if os.path.isfile(os.path.join(ROOT, "ropesim", "__init__.py")):
     sys.path.insert(0, ROOT)  # in a source checkout, measure the code next to the benchmark
 
@@ -85,16 +90,30 @@ def time_upload(ctx, renderer, draws: int) -> float:
     return 1e3 * statistics.median(times)
 
 
-def window_frames(n: int, modes: list[str], frames: int, size: str) -> list[dict]:
+def window_frames(n: int, modes: list[str], frames: int, size: str,
+                  viewer_args: list[str] = ()) -> list[dict]:
     """Whole frames of the viewer window on an n x n cloth, per draw mode: median
-    wall ms and CPU ms per frame, fps, the real-time factor and the LOD stride."""
+    wall ms and CPU ms per frame, the CPU ms of its physics (the controller's
+    ``advance``) and of the rest (upload, draw, panel, swap), fps, the real-time
+    factor and the LOD stride."""
     from ropesim.app.viewer import create_viewer
 
     app = create_viewer(["cloth", "--window", "pyglet", "--size", size,
-                         "--set", f"cloth.nx={n}", f"cloth.ny={n}"])
+                         "--set", f"cloth.nx={n}", f"cloth.ny={n}", *viewer_args])
     wnd, controller = app.wnd, app.controller
     rows = []
     last = time.perf_counter()
+    advance = controller.advance
+    physics_cpu = [0.0]
+
+    def timed_advance(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return advance(*args, **kwargs)
+        finally:
+            physics_cpu[0] += time.process_time() - start
+
+    controller.advance = timed_advance
 
     def frame() -> None:
         nonlocal last
@@ -112,16 +131,21 @@ def window_frames(n: int, modes: list[str], frames: int, size: str) -> list[dict
         controller.options.mode = mode
         for _ in range(5):
             frame()
-        wall, cpu, physics = [], [], []
+        wall, cpu, physics, physics_cpu_ms = [], [], [], []
         for _ in range(frames):
             t, c = time.perf_counter(), time.process_time()
+            physics_cpu[0] = 0.0
             frame()
             wall.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
+            physics_cpu_ms.append(1e3 * physics_cpu[0])
             clock = controller.frame_clock
             physics.append(clock.steps_last_frame * clock.ms_per_step)
         ms = 1e3 * statistics.median(wall)
+        draw_cpu = [1e3 * c - p for c, p in zip(cpu, physics_cpu_ms)]
         rows.append({"n": n, "mode": mode, "frame_ms": ms, "cpu_ms": 1e3 * statistics.median(cpu),
+                     "physics_cpu_ms": statistics.median(physics_cpu_ms),
+                     "draw_cpu_ms": statistics.median(draw_cpu),
                      "physics_ms": statistics.median(physics),
                      "fps": 1e3 / ms, "real_time_factor": controller.frame_clock.real_time_factor,
                      "lod_stride": app.renderer.lod_stride,
@@ -149,26 +173,46 @@ def start_xvfb() -> subprocess.Popen | None:
 
 
 def main_window(args: argparse.Namespace, modes: list[str]) -> int:
-    """--window: one fresh process per cloth size, a table of whole frames."""
+    """--window: one fresh process per cloth size (and checkout), a table of whole
+    frames; with --baseline the two checkouts alternate, --rounds times."""
     xvfb = start_xvfb()
+    roots = [("this", ROOT)] + ([("baseline", os.path.abspath(args.baseline))]
+                                if args.baseline else [])
+    extra = [f"--viewer-args={args.viewer_args}"] if args.viewer_args else []
     try:
-        print(f"# viewer window {args.size} px, panel shown, 4x MSAA, shadows; median of "
-              f"{args.draws} frames: wall ms per whole frame (CPU ms), physics wall ms, fps, "
-              "real-time factor")
+        print(f"# viewer window {args.size} px, panel shown, shadows, viewer arguments "
+              f"{args.viewer_args or 'none'}; median of {args.draws} frames: wall ms per whole "
+              "frame (CPU ms: all, physics, the rest = draw), fps, real-time factor, samples")
         print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-        print(f"{'cloth':>9} " + " ".join(f"{m:>33}" for m in modes))
+        print(f"{'cloth':>9} {'code':>8} {'round':>5} " + " ".join(f"{m:>52}" for m in modes))
         rows = []
         for n in args.sizes:
-            out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--window-child", str(n),
-                 "--draws", str(args.draws), "--size", args.size, "--modes", *modes],
-                capture_output=True, text=True, timeout=900, check=True)
-            found = json.loads(out.stdout.strip().splitlines()[-1])
-            rows += found
-            print(f"{f'{n}x{n}':>9} " + " ".join(
-                f"{r['frame_ms']:>6.1f} ({r['cpu_ms']:>5.1f}) {r['physics_ms']:>5.1f} "
-                f"{r['fps']:>4.1f} fps {r['real_time_factor']:>4.2f}x {r['samples']}S"
-                for r in found), flush=True)
+            for round_ in range(args.rounds):
+                for label, root in roots:
+                    out = subprocess.run(
+                        [sys.executable, os.path.abspath(__file__), "--root", root,
+                         "--window-child", str(n), "--draws", str(args.draws), "--size",
+                         args.size, "--modes", *modes, *extra],
+                        capture_output=True, text=True, timeout=900, check=True, cwd=root)
+                    found = json.loads(out.stdout.strip().splitlines()[-1])
+                    for r in found:
+                        r.update(code=label, round=round_)
+                    rows += found
+                    print(f"{f'{n}x{n}':>9} {label:>8} {round_:>5} " + " ".join(
+                        f"{r['frame_ms']:>6.1f} ({r['cpu_ms']:>5.1f}: {r['physics_cpu_ms']:>5.1f} + "
+                        f"{r['draw_cpu_ms']:>5.1f}) {r['fps']:>4.1f} fps "
+                        f"{r['real_time_factor']:>4.2f}x {r['samples']}S"
+                        for r in found), flush=True)
+            if args.baseline:
+                for mode in modes:
+                    mine = [r["draw_cpu_ms"] for r in rows
+                            if r["n"] == n and r["mode"] == mode and r["code"] == "this"]
+                    base = [r["draw_cpu_ms"] for r in rows
+                            if r["n"] == n and r["mode"] == mode and r["code"] == "baseline"]
+                    print(f"# {n}x{n} {mode}: draw CPU ms {statistics.median(mine):.1f} against "
+                          f"{statistics.median(base):.1f}, "
+                          f"{1.0 - statistics.median(mine) / statistics.median(base):+.0%} less",
+                          flush=True)
     finally:
         if xvfb is not None:
             xvfb.terminate()
@@ -189,10 +233,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--window", action="store_true",
                         help="whole frames of the real viewer window (Xvfb if no $DISPLAY)")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="--window: also measure the checkout in DIR, alternating")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="--window: runs of each checkout per size")
+    parser.add_argument("--viewer-args", default="", metavar="ARGS",
+                        help="--window: extra `ropesim view` arguments in one string "
+                             "(write --viewer-args='--samples 4')")
     parser.add_argument("--window-child", type=int, metavar="N", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.window_child:
-        print(json.dumps(window_frames(args.window_child, args.modes, args.draws, args.size)))
+        print(json.dumps(window_frames(args.window_child, args.modes, args.draws, args.size,
+                                       shlex.split(args.viewer_args))))
         return 0
 
     import moderngl

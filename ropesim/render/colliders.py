@@ -171,6 +171,11 @@ class ColliderDrawing:
             prog["u_offset_scale"].value = (0.0, 0.0, 0.0, 1.0)
         self._vaos[1].render(moderngl.TRIANGLES)
 
+    @property
+    def vertices(self) -> np.ndarray:
+        """(v, 6) float32 posed vertices and normals of every collider (m; empty without)."""
+        return self._rows
+
     def extend(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The bounds (m) lo..hi grown to hold the drawn colliders."""
         if self.lo is None:

@@ -47,7 +47,7 @@ from .colliders import ColliderDrawing
 from .ghost import GhostLayer
 from .msaa import BLEND_OVER, MultisampleLayer, screen_rect
 from .offscreen import FrameGrabber, clamp_samples
-from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowMap, fit_light
+from .shadow import LIGHT_DIRECTION, LIGHT_DIRECTION_PLANAR, ShadowInputs, ShadowMap, fit_light
 from .strain import vertex_strain
 from .surface import vertex_normals
 from .tube import (SPRITE_RADIUS_SHARE, SPRITE_RADIUS_SHARE_ROPE, TUBE_RADIUS_SHARE,
@@ -458,6 +458,7 @@ class Renderer:
         self._build_static()
         self.sim = None
         self.lod_stride = self.shadow_stride = 1
+        self.shadow_draws = 0   # how often the shadow map was drawn (it is kept while nothing moves)
         self.rebuild(sim)
 
     # -- building ---------------------------------------------------------------
@@ -531,6 +532,7 @@ class Renderer:
         self.sim = sim
         self.n_particles = n
         self.topology_version = getattr(sim, "topology_version", 0)   # issue 13
+        self._shadow_inputs = ShadowInputs()   # the shadow map is drawn for this scene afresh
         self._n_broken_springs = 0
 
         self._pos32 = np.empty((n, 3), dtype=np.float32)
@@ -870,7 +872,10 @@ class Renderer:
         ctx.enable(moderngl.DEPTH_TEST | moderngl.PROGRAM_POINT_SIZE)
         ctx.disable(moderngl.CULL_FACE | moderngl.BLEND)
         self._pos_tex.use(_UNIT_POSITIONS)
-        if opts.shadows:
+        if not opts.shadows:
+            self._shadow_inputs.forget()
+        elif self._shadow_inputs.changed(*self._shadow_key(frame, opts)):
+            self.shadow_draws += 1
             self._draw_shadow_map(frame)
             if opts.show_grid:
                 self._draw_floor_shadow(frame.ground)
@@ -915,6 +920,15 @@ class Renderer:
         if opts.shadows:
             self.shadow_map.unbind(_UNIT_SHADOW_COMPARE)
         ctx.disable(moderngl.BLEND)
+
+    def _shadow_key(self, frame: _Frame, opts: RenderOptions) -> tuple[list[np.ndarray], tuple]:
+        """What the shadow map and the floor's shadow are drawn from (render/shadow.py's
+        ShadowInputs): the positions, the colliders' vertices and the rest."""
+        arrays = [np.asarray(self.sim.positions), self._colliders.vertices]
+        settings = (frame.tube, frame.all_particles, frame.ground, opts.show_grid,
+                    tuple((tuple(float(v) for v in c), r) for c, r in frame.spheres),
+                    self.n_triangles_drawn, self._n_broken_springs, self.topology_version)
+        return arrays, settings
 
     def _floor_under_scene(self, frame: _Frame) -> bool:
         """Whether the camera and everything drawn (particles, balls, colliders, up to a

@@ -9,7 +9,9 @@ through shaders/shadow.glsl: a comparison sampler (hardware 2x2 PCF) on one
 texture unit and the raw depth on another. The floor's soft contact shadow is
 costly per pixel, so it is computed once per frame into a small two-channel
 texture over the same light coordinates (``floor_texture``: visibility and
-ambient occlusion, shaders/floor_shadow.frag) that the floor reads back.
+ambient occlusion, shaders/floor_shadow.frag) that the floor reads back. Both are
+drawn again only when what casts or receives the shadows changed
+(:class:`ShadowInputs`): a paused or resting scene reuses them, whatever the camera.
 
 Conventions as in renderer.py: metres, y up, pyrr's row-vector matrices.
 """
@@ -24,7 +26,8 @@ import moderngl
 import numpy as np
 from pyrr import matrix44
 
-__all__ = ["LIGHT_DIRECTION", "LIGHT_DIRECTION_PLANAR", "LightFrame", "fit_light", "ShadowMap"]
+__all__ = ["LIGHT_DIRECTION", "LIGHT_DIRECTION_PLANAR", "LightFrame", "fit_light", "ShadowInputs",
+           "ShadowMap"]
 
 
 def _unit(v: tuple[float, float, float]) -> np.ndarray:
@@ -132,3 +135,37 @@ class ShadowMap:
     def release(self) -> None:
         for obj in (self.floor_fbo, self.floor_texture, self.compare, self.fbo, self.texture):
             obj.release()
+
+
+class ShadowInputs:
+    """What the shadow pass last drew from: arrays (particle positions, collider
+    vertices) and a tuple of settings (modes, obstacles, sizes). :meth:`changed`
+    says whether the shadow map must be drawn again; copies are kept in arrays of
+    their own, re-allocated only when a shape or dtype changes."""
+
+    def __init__(self) -> None:
+        self._arrays: list[np.ndarray] = []
+        self._settings: tuple | None = None
+
+    def changed(self, arrays: list[np.ndarray], settings: tuple) -> bool:
+        """Whether ``arrays`` or ``settings`` differ from the last call's (then they
+        are remembered); True on the first call and after :meth:`forget`."""
+        same = (self._settings is not None and settings == self._settings
+                and len(arrays) == len(self._arrays)
+                and all(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+                        for a, b in zip(arrays, self._arrays)))
+        if same:
+            return False
+        kept = []
+        for i, a in enumerate(arrays):
+            old = self._arrays[i] if i < len(self._arrays) else None
+            if old is None or old.shape != a.shape or old.dtype != a.dtype:
+                old = np.empty_like(a)
+            np.copyto(old, a)
+            kept.append(old)
+        self._arrays, self._settings = kept, settings
+        return True
+
+    def forget(self) -> None:
+        """The next :meth:`changed` answers True (the map's contents are not trusted)."""
+        self._settings = None
