@@ -6,7 +6,8 @@
 * the floor drawn in two parts (the light frustum's reach with the shadow lookup,
   the rest without) equals the floor drawn in one shadowed pass;
 * the shadow map is drawn again only when something that casts changed, and a
-  kept one gives the same image as a fresh one.
+  kept one gives the same image as a fresh one;
+* thin springs drawn as GL_LINES cover the pixels the quad lines cover.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ropesim.engine.simulation import Simulation
 from ropesim.render.camera import OrbitCamera
 from ropesim.render.msaa import MultisampleLayer, screen_rect
 from ropesim.render.offscreen import OffscreenTarget, create_headless_context
-from ropesim.render.renderer import Renderer, RenderOptions
+from ropesim.render.renderer import GL_LINE_MAX_PX, Renderer, RenderOptions
 
 W, H = 320, 240
 
@@ -180,3 +181,30 @@ def test_shadow_map_is_drawn_again_only_when_a_caster_moved(ctx) -> None:
         target.release()
         renderer.release()
     assert np.array_equal(kept, fresh)           # a kept shadow map is the same picture
+
+
+def spring_pixels(ctx, sim: Simulation, width_px: float) -> np.ndarray:
+    """Where a springs+particles frame of ``sim`` (no floor) differs from the background."""
+    renderer = Renderer(ctx, sim)
+    try:
+        opts = RenderOptions(mode="springs+particles", show_grid=False, shadows=False,
+                             spring_width_px=width_px, particle_min_px=0.0)
+        image = renderer.frame_grabber(W, H, 0).grab(renderer, camera(sim), opts).astype(int)
+    finally:
+        renderer.release()
+    return np.abs(image - np.array([31, 33, 41])).max(axis=2) > 40
+
+
+def test_thin_springs_as_gl_lines_cover_the_pixels_of_the_quad_lines(ctx) -> None:
+    sim = Simulation(cloth(8, 8, 0.1, plane="xz"))
+    as_lines = spring_pixels(ctx, sim, GL_LINE_MAX_PX)            # GL_LINES
+    as_quads = spring_pixels(ctx, sim, GL_LINE_MAX_PX + 0.01)     # quads by vertex id
+    overlap = np.count_nonzero(as_lines & as_quads) / np.count_nonzero(as_lines | as_quads)
+    assert np.count_nonzero(as_lines) > 2000 and overlap > 0.75
+    # a torn spring is left out of the GL_LINES too: with every spring torn only the
+    # particles remain, the same pixels as on the quad path
+    sim.break_springs(np.arange(len(sim.system.springs)))
+    torn_lines = spring_pixels(ctx, sim, GL_LINE_MAX_PX)
+    torn_quads = spring_pixels(ctx, sim, GL_LINE_MAX_PX + 0.01)
+    assert np.count_nonzero(torn_lines) < 0.6 * np.count_nonzero(as_lines)
+    assert np.count_nonzero(torn_lines ^ torn_quads) < 0.02 * np.count_nonzero(torn_quads)

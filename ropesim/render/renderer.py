@@ -106,6 +106,7 @@ _UNITS = {"u_positions": _UNIT_POSITIONS, "u_shadow_map": _UNIT_SHADOW_COMPARE,
           "u_shadow_depth": _UNIT_SHADOW_RAW, "u_floor_shadow": _UNIT_FLOOR_SHADOW,
           "u_springs": _UNIT_SPRINGS, "u_rest": _UNIT_REST}
 LINE_CORNERS = 4           # vertices of a spring drawn as a line quad
+GL_LINE_MAX_PX = 2.0       # springs up to this wide (px) are drawn as GL_LINES
 
 
 def strain_color_stops(strain_scale: float = 0.05) -> list[tuple[float, tuple[float, ...]]]:
@@ -361,14 +362,20 @@ class _SpringSet:
     count: int
     ibo: moderngl.Buffer | None = None
     corner_triangles: np.ndarray | None = None
+    ends_array: np.ndarray | None = None           # (count, 2) uint32 particle indices
+    gl_lines: moderngl.Buffer | None = None        # the shown springs' ends, for GL_LINES
+    shown: int = 0                                 # springs drawn (not torn)
 
     def show_only(self, keep: np.ndarray) -> None:
         """Draw only the springs ``keep`` (indices into this set): torn ones are hidden."""
+        keep = np.asarray(keep, dtype=np.uint32)
         tris = np.asarray(self.corner_triangles, dtype=np.uint32).reshape(-1)
-        ids = (np.asarray(keep, dtype=np.uint32)[:, None] * np.uint32(self.corners)
-               + tris[None, :]).reshape(-1)
+        ids = (keep[:, None] * np.uint32(self.corners) + tris[None, :]).reshape(-1)
         if ids.size:
             self.ibo.write(ids)
+        if self.gl_lines is not None and keep.size:
+            self.gl_lines.write(np.ascontiguousarray(self.ends_array[keep]))
+        self.shown = int(keep.size)
         for vao in self.vaos:
             vao.vertices = int(ids.size)
 
@@ -441,6 +448,7 @@ class Renderer:
             "tube": _program(ctx, "tube.vert", "surface.frag"),
             "tube_depth": _program(ctx, "tube.vert", "depth.frag"),
             "lines": _program(ctx, "lines.vert", "lines.frag"),
+            "gl_lines": _program(ctx, "gl_lines.vert", "gl_lines.frag"),
             "particles": _program(ctx, "particles.vert", "particles.frag"),
             "particles_depth": _program(ctx, "particles.vert", "sprite_depth.frag"),
             "grid": _program(ctx, "grid.vert", "grid.frag"),
@@ -516,7 +524,8 @@ class Renderer:
         vaos = [ctx.vertex_array(self.programs[name], [], index_buffer=ibo, index_element_size=4)
                 for name in programs]
         self._scene += [*vaos, ibo, ends, rest_tex, ends_buffer]
-        return _SpringSet(ends_buffer, ends, rest_tex, vaos, corners, m, ibo, corner_triangles)
+        return _SpringSet(ends_buffer, ends, rest_tex, vaos, corners, m, ibo, corner_triangles,
+                          ends_array=springs, shown=m)
 
     def rebuild(self, sim: Any, keep_sizes: bool = False) -> None:
         """Replace the scene: free its buffers and build new ones for ``sim``.
@@ -564,6 +573,10 @@ class Renderer:
         if self.n_springs:
             self._lines = self._spring_set(springs, self._rest, ["lines"], LINE_CORNERS,
                                            _LINE_QUAD)
+            # the same springs as GL_LINES over the position buffer (torn ones left out)
+            self._ibo_gl_lines = ctx.buffer(springs.tobytes(), dynamic=True)
+            self._scene.append(self._ibo_gl_lines)
+            self._lines.gl_lines = self._ibo_gl_lines
 
         particle_attrs = [(self._vbo_pos, "3f", "in_position"), (self._vbo_flags, "u4", "in_flags"),
                           (self._vbo_strain, "f4", "in_strain")]
@@ -579,6 +592,11 @@ class Renderer:
         self._vao_particles_depth = ctx.vertex_array(
             progs["particles_depth"], [(self._vbo_pos, "3f", "in_position")], **shown)
         self._scene += [self._vao_particles, self._vao_flagged, self._vao_particles_depth]
+        if self._lines is not None:
+            self._vao_gl_lines = ctx.vertex_array(
+                progs["gl_lines"], [(self._vbo_pos, "3f", "in_position")],
+                index_buffer=self._ibo_gl_lines, index_element_size=4)
+            self._scene.append(self._vao_gl_lines)
 
         self.spacing = scene_spacing(_rest_positions(system), self._rest)
         tris = system.triangles
@@ -1187,6 +1205,15 @@ class Renderer:
         return prog
 
     def _draw_springs(self, opts: RenderOptions, color: Color) -> None:
+        """Springs in one colour and at most GL_LINE_MAX_PX wide as the rasteriser's own
+        lines (two vertices a spring), else (strain colours, wider) as quads."""
+        if not opts.strain_colors and opts.spring_width_px <= GL_LINE_MAX_PX:
+            prog = self.programs["gl_lines"]
+            prog["u_color"].value = tuple(color)
+            self.ctx.line_width = float(opts.spring_width_px)
+            self._vao_gl_lines.render(moderngl.LINES, vertices=2 * self._lines.shown)
+            self.ctx.line_width = 1.0
+            return
         self._line_uniforms(opts.spring_width_px, color, 1 if opts.strain_colors else 0)
         self._lines.draw(0)
 
