@@ -42,9 +42,10 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     flags): the scene and its overrides as for every command, plus the viewer's own.
 
     moderngl-window's ``--samples`` is taken over: it sets the MSAA samples of the
-    scene (``scene_samples``), which is drawn into a multisampled target of its own and
-    resolved into the window, whose framebuffer then has no samples (the panel is drawn
-    there, so its blending costs a software rasteriser one sample a pixel, not four).
+    scene (``scene_samples``): its objects are drawn into a multisampled layer of their
+    own over their rectangle on screen and blended over the floor in the window
+    (render/msaa.py), whose framebuffer has no samples (the floor and the panel are
+    drawn there, so they cost a software rasteriser one sample a pixel, not four).
     Without ``--samples`` the scene has SCENE_SAMPLES while the frame budget allows them
     (:class:`~ropesim.app.frame_clock.SampleGovernor`); with it, exactly that many."""
     for action in parser._actions:
