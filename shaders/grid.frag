@@ -26,10 +26,10 @@ uniform float u_ground_y;      // m
 
 out vec4 f_color;
 
-// 1 on a line of the given pixel width, 0 away from it; fades out where the
-// lines would be denser than about 4 px apart.
-float grid_lines(vec2 coord, float width_px) {
-    vec2 fw = max(fwidth(coord), vec2(1e-6));
+// 1 on a line of the given pixel width, 0 away from it, at coordinates coord whose
+// screen-space rate is fw (fwidth(coord), per pixel); fades out where the lines
+// would be denser than about 4 px apart.
+float grid_lines(vec2 coord, vec2 fw, float width_px) {
     vec2 dist_px = abs(fract(coord - 0.5) - 0.5) / fw;
     float line = 1.0 - clamp(min(dist_px.x, dist_px.y) - 0.5 * width_px + 0.5, 0.0, 1.0);
     float density = max(fw.x, fw.y);
@@ -38,8 +38,9 @@ float grid_lines(vec2 coord, float width_px) {
 
 void main() {
     vec2 cells = v_plane / u_cell;
-    float minor = grid_lines(cells, 1.0);
-    float major = grid_lines(cells / u_major, 1.5);
+    vec2 fw = max(fwidth(cells), vec2(1e-6));   // one derivative for both line sets
+    float minor = grid_lines(cells, fw, 1.0);
+    float major = grid_lines(cells / u_major, fw / u_major, 1.5);
     float line = max(0.45 * minor, 0.9 * major);
     vec3 fill = u_fill_color;
     float fill_alpha = u_fill_alpha;
