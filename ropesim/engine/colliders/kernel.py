@@ -168,6 +168,12 @@ def _axis_point(px, half):
     return min(max(px, -half), half)
 
 
+#: A step shorter than this times a capsule's (or ball's) radius is not swept: it ends
+#: inside only if it went in (a chord that short cuts at most 3 % of the radius deep), and
+#: the way out nearest to where it ended is as good as the entry point.
+SHORT_STEP = 0.5
+
+
 @njit(cache=True)
 def _capsule(p0, p1, half, radius, friction, out):
     """Capsule along x from -half to half: out = (placed point, outward normal) in its
@@ -175,12 +181,16 @@ def _capsule(p0, p1, half, radius, friction, out):
     at the entry point and goes on in the tangent plane there by the rest of its motion
     along that plane, less Coulomb ``friction`` times the rest of its motion into it
     (the normal is the entry point's): a convex surface's tangent plane lies outside it."""
+    for k in range(3):  # both ends beyond the same side of the bounding box: no contact
+        bound = radius + half if k == 0 else radius
+        if (p0[k] >= bound and p1[k] >= bound) or (p0[k] <= -bound and p1[k] <= -bound):
+            return False
     a0 = _axis_point(p0[0], half)
     outside0 = (p0[0] - a0) ** 2 + p0[1] ** 2 + p0[2] ** 2 >= radius * radius
     dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
     length = np.sqrt(dx * dx + dy * dy + dz * dz)
     hx, hy, hz = p1[0], p1[1], p1[2]
-    if outside0 and length > 0.0:
+    if outside0 and length > SHORT_STEP * radius:
         ux, uy, uz = dx / length, dy / length, dz / length
         best = 2.0 * length + 1.0
         a = uy * uy + uz * uz  # the cylinder y^2 + z^2 = r^2
@@ -545,12 +555,24 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
                 _resolve(v, i, 0.0, 1.0, 0.0, grounds[g, 1], 0.0, 0.0, 0.0)
                 touching += 1
         for s in range(spheres.shape[0]):  # swept: a capsule of zero length
+            radius = spheres[s, 3]
+            far = False
+            end_sq = 0.0  # |x - centre|^2 and |step|^2 (m^2)
+            step_sq = 0.0
+            for k in range(2 if planar else 3):  # the step stays beside the ball's box
+                a, b = x_prev[i, k] - spheres[s, k], x[i, k] - spheres[s, k]
+                far = far or (a >= radius and b >= radius) or (a <= -radius and b <= -radius)
+                end_sq += b * b
+                step_sq += (b - a) * (b - a)
+            if far or (end_sq >= radius * radius
+                       and step_sq <= (SHORT_STEP * radius) ** 2):  # a short step outside
+                continue
             for k in range(3):
                 p0[k] = x_prev[i, k] - spheres[s, k]
                 p1[k] = x[i, k] - spheres[s, k]
             if planar:
                 p0[2] = p1[2] = 0.0
-            if not _capsule(p0, p1, 0.0, spheres[s, 3], spheres[s, 4], out):
+            if not _capsule(p0, p1, 0.0, radius, spheres[s, 4], out):
                 continue
             x[i, 0] = spheres[s, 0] + out[0]
             x[i, 1] = spheres[s, 1] + out[1]
