@@ -559,6 +559,33 @@ def test_ctrl_drag_moves_a_collider_in_the_camera_plane_and_the_cloth_follows():
     assert c.mouse.interaction.kind == "orbit"
 
 
+def test_a_ctrl_drag_is_motion_over_the_next_step_that_lifts_the_cloth_at_its_speed():
+    from ropesim.app.controller import ViewerController
+    from ropesim.app.hotkeys import LEFT
+    from ropesim.io.scenes import scene_from_dict
+
+    scene = scene_from_dict({
+        "builder": "cloth",
+        "cloth": {"nx": 6, "ny": 6, "spacing": 0.05, "plane": "xz", "pins": "none",
+                  "origin": [0.0, 0.002, 0.0]},
+        "simulation": {"dt": 0.001},
+        "boxes": [{"center": [0.0, -0.2, 0.0], "size": [0.6, 0.4, 0.6]}],
+    }, "drag-lift")
+    c = ViewerController(scene, (800, 600), clock=lambda: 0.0)
+    c.sim.step(100)  # resting on the box
+    x, y = c.camera.project(np.array([[0.1, 0.0, 0.1]]), *c.view_size)[0][0]
+    c.press(x, y, LEFT, ctrl=True)
+    before = np.asarray(c.sim.contacts[0].center)
+    c.drag(x, y - 20.0)
+    lift = np.asarray(c.sim.contacts[0].center) - before
+    assert lift[1] > 0.005
+    c.sim.step(1)
+    # the top face moved by lift in that step: the cloth leaves it at lift / dt (a teleport
+    # would push it out with no speed)
+    np.testing.assert_allclose(c.sim.velocities[:, 1], lift[1] / 0.001, rtol=0.02)
+    c.release(x, y - 20.0, LEFT)
+
+
 def test_collider_meshes_for_drawing_have_outward_normals():
     from ropesim.render.colliders import box_mesh, capsule_mesh
 
