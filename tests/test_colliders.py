@@ -125,6 +125,119 @@ def test_a_fast_particle_does_not_pass_a_thin_capsule():
     assert np.hypot(x[0], x[2]) == pytest.approx(0.004 + 1e-5, abs=1e-9)
 
 
+@pytest.mark.parametrize("integrator", ["symplectic_euler", "verlet", "xpbd"])
+def test_a_particle_at_100_m_per_s_does_not_pass_a_1_cm_sphere(integrator):
+    # 10 cm a step against a ball 2 cm across: without the swept test it lands beyond it;
+    # friction 10 stops the one that hits off the centre line where it hits
+    ball = rs.Sphere(center=(0.5, 0.0, 0.0), radius=0.01, friction=10.0)
+    system = _particles([[0.03, 0.0, 0.0], [0.03, 0.004, -0.003]], [[100.0, 0.0, 0.0]] * 2)
+    sim = rs.Simulation(system, dt=DT, gravity=(0, 0, 0), integrator=integrator,
+                        contacts=[ball])
+    sim.step(20)
+    assert (sim.positions[:, 0] < 0.5).all()  # on the side it came from
+    distance = np.linalg.norm(sim.positions - np.asarray(ball.center), axis=1)
+    np.testing.assert_allclose(distance, 0.01, atol=1e-6)  # on its surface
+    assert np.abs(sim.velocities).max() <= 1e-9  # the speed into it was taken
+
+
+def test_a_particle_at_100_m_per_s_into_the_ground_stays_on_it():
+    # the ground is a half-space: a step that ends below it is put back on it
+    system = _particles([[0.0, 0.05, 0.0]], [[3.0, -100.0, 0.0]])
+    sim = rs.Simulation(system, dt=DT, gravity=(0, 0, 0), contacts=[rs.Ground(0.0, 0.0)])
+    sim.step(5)
+    assert sim.positions[0, 1] == 0.0
+    assert sim.velocities[0, 1] == 0.0 and sim.velocities[0, 0] == pytest.approx(3.0)
+
+
+# --- moves from Python: motion over the next step -----------------------------------------
+def test_a_box_moved_by_move_collider_each_step_drags_a_cloth_lying_on_it():
+    # Coulomb friction accelerates the cloth at up to friction g until it moves with the box
+    box = rs.Box(center=(0.0, -0.5, 0.0), size=(3.0, 1.0, 3.0), friction=1.0)
+    cloth = rs.cloth(8, 8, 0.05, plane="xz", pins="none", origin=(0.0, 0.002, 0.0))
+    sim = rs.Simulation(cloth, dt=DT, contacts=[box])
+    sim.step(200)  # at rest on the top face
+    speed = 0.4  # m/s
+    start = sim.positions.copy()
+    for k in range(1, 401):
+        sim.move_collider(0, center=(speed * k * DT, -0.5, 0.0))
+        sim.step(1)
+    np.testing.assert_allclose(sim.velocities[:, 0], speed, rtol=0.02)
+    assert np.abs(sim.velocities[:, 2]).max() < 0.01 * speed
+    # it reaches the box's speed after speed / (friction g) s and rides along with it
+    shift = sim.positions[:, 0] - start[:, 0]
+    assert shift.min() > speed * (0.4 - speed / 9.81) - 0.01
+    assert (sim.positions[:, 1] > -1e-4).all()
+
+
+def test_a_box_moved_10_cm_in_one_step_across_a_resting_particle_pushes_it():
+    # the box (4 cm wide) jumps from x = -5 cm to x = +5 cm over a particle at x = 0; as a
+    # teleport it would land beyond the particle, which would stay where it was
+    box = rs.Box(center=(-0.05, 0.0, 0.0), size=(0.04, 0.2, 0.2), friction=0.0)
+    sim = rs.Simulation(_particles([[0.0, 0.0, 0.0]]), dt=DT, gravity=(0, 0, 0),
+                        contacts=[box])
+    sim.move_collider(0, center=(0.05, 0.0, 0.0))
+    sim.step(1)
+    assert sim.positions[0, 0] >= 0.07  # on the box's leading face, not inside or behind
+    assert sim.velocities[0, 0] == pytest.approx(0.1 / DT)  # the face's speed, 100 m/s
+    sim.step(1)  # the box stands still again: the particle flies on ahead of it
+    assert sim.positions[0, 0] > 0.07 + 0.09
+
+
+def test_a_box_turned_by_move_collider_carries_a_particle_at_its_surface_speed():
+    # a turntable turned about its vertical axis a little each step: friction brings a
+    # particle resting on it 0.3 m from the axis to the surface speed, omega x r
+    table = rs.Box(center=(0.0, -0.05, 0.0), size=(2.0, 0.1, 2.0), friction=1.0)
+    sim = rs.Simulation(_particles([[0.3, 1e-4, 0.0]]), dt=DT, contacts=[table])
+    sim.step(50)
+    omega = 1.0  # rad/s about +y
+    for k in range(1, 301):
+        sim.move_collider(0, rotation=(0.0, np.degrees(omega * k * DT), 0.0))
+        sim.step(1)
+    surface = np.cross([0.0, omega, 0.0], sim.positions[0])
+    np.testing.assert_allclose(sim.velocities[0], surface, atol=0.02 * omega * 0.3)
+    assert np.linalg.norm(sim.positions[0]) == pytest.approx(0.3, abs=0.01)
+
+
+# --- rope segments against thin colliders -------------------------------------------------
+def _segment_points(positions, samples=101):
+    s = np.linspace(0.0, 1.0, samples)[:, None, None]
+    return (positions[:-1][None] * (1 - s) + positions[1:][None] * s).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("kind", ["capsule", "box-edge"])
+def test_a_sparse_rope_dropped_on_a_thin_pole_stays_on_top_of_it(kind):
+    # 10 cm between particles, a pole 2 cm thick across the rope's middle, midway between
+    # two particles: as particles only, the rope would fall past it to the ground
+    if kind == "capsule":
+        pole = rs.Capsule((0.55, 1.0, -0.3), (0.55, 1.0, 0.3), 0.01, friction=0.5)
+    else:  # a square bar turned 45 degrees: an edge up
+        pole = rs.Box(center=(0.55, 1.0, 0.0), size=(0.02, 0.02, 0.6), rotation=(0, 0, 45),
+                      friction=0.5)
+    rope = rs.rope(12, 1.1, pins="none", origin=(0.0, 1.05, 0.0))
+    sim = rs.Simulation(rope, dt=DT, contacts=[rs.Ground(0.0), pole])
+    for _ in range(20):
+        sim.step(100)
+        points = _segment_points(sim.positions)
+        if kind == "capsule":
+            assert _capsule_distance(points, pole).min() > 0.01 - 1e-3
+        else:
+            assert not _inside_box(points, pole, 1e-3).any()
+    # it hangs from the pole, both halves (fallen off, it would lie on the ground)
+    assert sim.positions[:, 1].min() > 0.3
+    assert sim.positions[:, 1].max() > 1.0
+
+
+def test_rope_segments_are_tested_and_a_cloth_has_none():
+    rope = rs.rope(12, 1.1, pins="none", bend=True)
+    pole = rs.Capsule((0.5, -1.0, 0.0), (0.5, 1.0, 0.0), 0.01)
+    sim = rs.Simulation(rope, dt=DT, contacts=[pole])
+    # the structural springs only, not the bend springs over two segments
+    assert sorted(map(tuple, sim._contact_set.segments.tolist())) == [
+        (i, i + 1) for i in range(11)]
+    cloth = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[pole])
+    assert len(cloth._contact_set.segments) == 0
+
+
 def _sheet(half=1.0, n=4):
     """An open square sheet in the plane y = 0: (vertices, triangles)."""
     g = np.linspace(-half, half, n + 1)
@@ -444,6 +557,33 @@ def test_ctrl_drag_moves_a_collider_in_the_camera_plane_and_the_cloth_follows():
     assert c.sim.positions[:, 1].min() > moved[1] - 1e-4  # the cloth was lifted with it
     c.press(5.0, 5.0, LEFT, ctrl=True)  # Ctrl on empty space orbits as before
     assert c.mouse.interaction.kind == "orbit"
+
+
+def test_a_ctrl_drag_is_motion_over_the_next_step_that_lifts_the_cloth_at_its_speed():
+    from ropesim.app.controller import ViewerController
+    from ropesim.app.hotkeys import LEFT
+    from ropesim.io.scenes import scene_from_dict
+
+    scene = scene_from_dict({
+        "builder": "cloth",
+        "cloth": {"nx": 6, "ny": 6, "spacing": 0.05, "plane": "xz", "pins": "none",
+                  "origin": [0.0, 0.002, 0.0]},
+        "simulation": {"dt": 0.001},
+        "boxes": [{"center": [0.0, -0.2, 0.0], "size": [0.6, 0.4, 0.6]}],
+    }, "drag-lift")
+    c = ViewerController(scene, (800, 600), clock=lambda: 0.0)
+    c.sim.step(100)  # resting on the box
+    x, y = c.camera.project(np.array([[0.1, 0.0, 0.1]]), *c.view_size)[0][0]
+    c.press(x, y, LEFT, ctrl=True)
+    before = np.asarray(c.sim.contacts[0].center)
+    c.drag(x, y - 20.0)
+    lift = np.asarray(c.sim.contacts[0].center) - before
+    assert lift[1] > 0.005
+    c.sim.step(1)
+    # the top face moved by lift in that step: the cloth leaves it at lift / dt (a teleport
+    # would push it out with no speed)
+    np.testing.assert_allclose(c.sim.velocities[:, 1], lift[1] / 0.001, rtol=0.02)
+    c.release(x, y - 20.0, LEFT)
 
 
 def test_collider_meshes_for_drawing_have_outward_normals():

@@ -5,8 +5,10 @@ A particle found inside an obstacle is projected back onto its surface, the inwa
 part of its velocity (relative to the surface) is removed, and Coulomb friction takes up
 to ``friction`` times that removed normal speed off its tangential speed (so a cloth
 resting on a ball sticks, and a flung rope slides to a stop on the floor). The ground is
-horizontal (y up). Boxes, capsules and meshes (colliders/shapes.py) may move, and are
-swept: a particle that crosses one during a step is stopped on the side it came from.
+horizontal (y up). Spheres, boxes, capsules and meshes (colliders/shapes.py) are swept: a
+particle that crosses one during a step is stopped on the side it came from. Colliders may
+move, with a motion of their own or by a move from Python between steps, which counts as
+motion over the next step. A rope's segments are capsules against boxes and capsules.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import numpy as np
 
 from .colliders.bvh import STACK_SIZE, TRIANGLE_COLUMNS, build_bvh, distance_grid
 from .colliders.kernel import (
-    BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, KIND, MESH, MESH_INDEX, P0, POSE_TIME,
-    ROTATION, SKIN, SPIN, VELOCITY, project_contacts,
+    BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, JUMP_COLUMNS, JUMP_PENDING, JUMP_SHIFT,
+    JUMP_TIME, JUMP_TURN, KIND, MESH, MESH_INDEX, P0, POSE_TIME, ROTATION, SKIN, SPIN,
+    VELOCITY, project_contacts,
 )
 from .colliders.shapes import (
     COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, check_friction, keyframe_centre,
     posed_at,
 )
-from .model import as_float_array, check_number, show
+from .collisions.primitives import build_primitives
+from .model import SpringSystem, as_float_array, check_number, show
 
 @dataclass(frozen=True)
 class Ground:
@@ -140,9 +144,12 @@ def _reach(collider: Collider) -> float:
 class ContactSet:
     """The obstacles of a Simulation packed for the kernel: grounds (k, 2) [height,
     friction], spheres (k, 5) [centre, radius, friction], the collider table and the
-    meshes' BVHs (built once here), with the scratch the kernel writes."""
+    meshes' BVHs (built once here), the rope segments of ``system`` (tested against boxes
+    and capsules), the jumps of moves made between steps, with the scratch the kernel
+    writes."""
 
-    def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any):
+    def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any,
+                 system: SpringSystem | None = None):
         grounds, spheres, rows = [], [], []
         mesh_rows, boxes, links, triangles, grids, distances = [], [], [], [], [], []
         nodes = tris = cells = 0
@@ -183,13 +190,21 @@ class ContactSet:
         self.triangles = (np.concatenate(triangles) if triangles
                           else np.zeros((0, TRIANGLE_COLUMNS)))
         self.reach = [_reach(c) for c in contacts if isinstance(c, COLLIDER_TYPES)]
-        self.swept = len(rows) > 0
+        self.swept = len(rows) + len(spheres) > 0
+        solid = any(isinstance(c, (Box, Capsule)) for c in contacts)
+        self.segments = (rope_segments(system) if solid and system is not None
+                         else np.zeros((0, 2), dtype=np.int64))
         # (table row, collider) of those with keyframes: their rows follow them per step
         self._paths = [(k, c) for k, c in enumerate(c for c in contacts
                                                      if isinstance(c, COLLIDER_TYPES)) if c.keyframes]
         self.x_prev = np.zeros((n_particles if self.swept else 0, 3), dtype=dtype)
         self._poses = np.zeros((len(rows), 2, 12))
-        self._scratch = np.zeros(12)
+        self._motion = np.zeros((len(rows), 6))
+        # per table row: the move made between steps that the next step carries out
+        self.jumps = np.zeros((len(rows), JUMP_COLUMNS))
+        self._jumped_from: dict[int, tuple[float, Collider]] = {}
+        self._driven = False  # moved from Python at least once
+        self._scratch = np.zeros(24)
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
         # table row of each contact index (-1: a ground or a sphere)
         self._row_of = []
@@ -200,35 +215,90 @@ class ContactSet:
 
     @property
     def moving(self) -> bool:
-        """Whether any collider has a velocity or a spin (then contacts do work)."""
-        return bool(self._paths) or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0))
+        """Whether contacts may do work: a collider has a velocity, a spin or keyframes,
+        or was moved from Python, or rope segments meet boxes or capsules (keeping a
+        sparse rope's straight segments off a thin rod lifts the particles between which
+        it passes)."""
+        return (self._driven or bool(self._paths) or len(self.segments) > 0
+                or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0)))
 
     def remember(self, x: np.ndarray) -> None:
         """Keep the positions before a step (the start of the swept segments)."""
         if self.swept:
             np.copyto(self.x_prev, x)
 
-    def project(self, x: np.ndarray, v: np.ndarray, fixed: np.ndarray, time: float,
-                dt: float, planar: bool) -> int:
-        """The contact pass after a step from ``time`` (s) of ``dt`` (s): one kernel call."""
+    def project(self, x: np.ndarray, v: np.ndarray, inv_mass: np.ndarray, fixed: np.ndarray,
+                time: float, dt: float, planar: bool) -> int:
+        """The contact pass after a step from ``time`` (s) of ``dt`` (s): one kernel call
+        (``inv_mass`` 1/kg per particle shares a rope segment's push)."""
         for row, collider in self._paths:  # this step's piece of the keyframes, at its speed
             self.colliders[row] = keyframe_row(collider, int(self.colliders[row, MESH_INDEX]),
                                            time, dt)
-        return project_contacts(x, self.x_prev if self.swept else x, v, fixed, self.grounds,
-                                self.spheres, self.colliders, self.meshes, self.boxes,
-                                self.links, self.triangles, self.grids, self.distances,
-                                self._poses, self._scratch,
-                                self._stack, time, dt, planar)
+        return project_contacts(x, self.x_prev if self.swept else x, v, inv_mass, fixed,
+                                self.grounds, self.spheres, self.colliders, self.meshes,
+                                self.boxes, self.links, self.triangles, self.grids,
+                                self.distances, self.segments, self.jumps, self._poses,
+                                self._motion, self._scratch, self._stack, time, dt, planar)
 
-    def repose(self, index: int, collider: Collider) -> None:
+    def repose(self, index: int, old: Collider, collider: Collider, time: float) -> None:
         """Write the pose and motion of contact ``index`` (a Box, Capsule or Mesh whose
-        shape is unchanged) into the table, keeping its mesh."""
+        shape is unchanged), moved at ``time`` (s) from ``old``, into the table, keeping
+        its mesh. The pose change counts as motion over the next step: its jump (shift
+        and turn from where ``old`` stood, summed over the moves made before that step)
+        is carried out by the step, whose surface velocity and swept test see it."""
         row = self._row_of[index]
-        old = self.colliders[row]
-        self.colliders[row] = collider_row(collider, int(old[MESH_INDEX]))
+        first = self._jumped_from.get(row)
+        if first is None or first[0] != time:
+            first = self._jumped_from[row] = (time, old)
+        jump = self.jumps[row]
+        jump[JUMP_PENDING], jump[JUMP_TIME] = 1.0, time
+        jump[JUMP_SHIFT:JUMP_SHIFT + 3], jump[JUMP_TURN:JUMP_TURN + 3] = pose_jump(
+            first[1], collider, time)
+        self._driven = True
+        self.colliders[row] = collider_row(collider, int(self.colliders[row, MESH_INDEX]))
         self._paths = [(k, c) for k, c in self._paths if k != row]
         if collider.keyframes:
             self._paths.append((row, collider))
+
+
+def rope_segments(system: SpringSystem) -> np.ndarray:
+    """(s, 2) int64: the particle pairs of a system's rope segments, the springs that
+    self-collision treats as capsules (collisions/primitives.py); none for a cloth."""
+    prims = build_primitives(system).prims
+    capsules = prims[(prims[:, 0] != prims[:, 1]) & (prims[:, 1] == prims[:, 2])]
+    return np.ascontiguousarray(capsules[:, :2], dtype=np.int64)
+
+
+def rotation_vector(r: np.ndarray) -> np.ndarray:
+    """The rotation vector (rad; axis times angle, the angle in 0..pi) of a rotation
+    matrix."""
+    angle = float(np.arccos(np.clip(0.5 * (np.trace(r) - 1.0), -1.0, 1.0)))
+    skew = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    if angle < 1e-12:
+        return np.zeros(3)
+    if np.sin(angle) > 1e-6:
+        return skew * (angle / (2.0 * np.sin(angle)))
+    half = 0.5 * (r + np.eye(3))  # a half turn: the axis is a column of (R + I) / 2
+    k = int(np.argmax(np.diag(half)))
+    return half[:, k] / np.sqrt(half[k, k]) * angle
+
+
+def pose_jump(old: Collider, new: Collider, time: float) -> tuple[np.ndarray, np.ndarray]:
+    """(shift m, rotation vector rad) from where ``old`` stands at ``time`` (s) to where
+    ``new`` does. A capsule's turn is the smallest one between the two axes (a turn about
+    its own axis, or end for end, leaves its surface where it was)."""
+    c_old, r_old, _ = collider_frame(posed_at(old, time))
+    c_new, r_new, _ = collider_frame(posed_at(new, time))
+    if not isinstance(new, Capsule):
+        return c_new - c_old, rotation_vector(r_new @ r_old.T)
+    u_old, u_new = r_old[:, 0], r_new[:, 0]
+    if u_old @ u_new < 0.0:
+        u_old = -u_old
+    axis = np.cross(u_old, u_new)
+    sine = float(np.linalg.norm(axis))
+    if sine < 1e-15:
+        return c_new - c_old, np.zeros(3)
+    return c_new - c_old, axis / sine * float(np.arctan2(sine, u_old @ u_new))
 
 
 def moved(collider: Contact, time: float, changes: dict[str, Any]) -> Contact:

@@ -437,7 +437,7 @@ class Simulation(TopologyEditing):
             raise TypeError(f"contacts: expected a Ground, Sphere, Box, Capsule or Mesh or a "
                             f"list of them, got {show(value)}")
         value = tuple(value)
-        packed = ContactSet(value, self.n_particles, self.dtype)
+        packed = ContactSet(value, self.n_particles, self.dtype, self.system)
         grounds, spheres = packed.grounds, packed.spheres
         # a contact puts particles at centre + radius or at the ground's height
         reach = np.abs(spheres[:, :3]).max(axis=1) + spheres[:, 3] if len(spheres) else []
@@ -456,7 +456,8 @@ class Simulation(TopologyEditing):
         pose from the current time on (contacts.moved)."""
         index = _count(i, "collider index", 0, len(self._contacts) - 1)
         collider = moved(self._contacts[index], self._state.time, changes)
-        self._contact_set.repose(index, collider)
+        # the pose change is carried out over the next step (contacts.ContactSet.repose)
+        self._contact_set.repose(index, self._contacts[index], collider, self._state.time)
         self._contacts = self._contacts[:index] + (collider,) + self._contacts[index + 1:]
         self._watch_energy()
         self._rebase_due = True  # a collider put onto the cloth gives it energy
@@ -723,8 +724,8 @@ class Simulation(TopologyEditing):
         if self._self_collision.enabled:
             self._self_collision.apply(self._x, self._v, self._params.inv_mass, self._fixed)
         if self._contacts:
-            self._contact_set.project(self._x, self._v, self._fixed, self._state.time, dt,
-                                      self.planar)
+            self._contact_set.project(self._x, self._v, self._params.inv_mass, self._fixed,
+                                      self._state.time, dt, self.planar)
         if ledger is not None:
             ledger.end(self)
         self._state.step_count += 1

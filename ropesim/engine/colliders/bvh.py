@@ -91,35 +91,52 @@ def build_bvh(vertices: np.ndarray, triangles: np.ndarray
 
 
 @njit(cache=True, inline="always")
+def _edge_dots(px, py, pz, qx, qy, qz, abx, aby, abz, acx, acy, acz):
+    """(ab . (p - q), ac . (p - q)): where p lies along a triangle's two edges from a,
+    seen from its corner q."""
+    dx, dy, dz = px - qx, py - qy, pz - qz
+    return abx * dx + aby * dy + abz * dz, acx * dx + acy * dy + acz * dz
+
+
+@njit(cache=True, inline="always")
+def _corner_feature(px, py, pz, q, ux, uy, uz, wx, wy, wz, d_own_a, d_other_a, ax, ay, az,
+                    vertex, edge):
+    """Whether p's closest point on a triangle is its corner q (b or c) or on the edge
+    from a to q: (found, x, y, z, feature column, d_own, d_other). u is the edge a -> q,
+    w the other edge from a; d_own_a, d_other_a are p's dots with them seen from a
+    (_edge_dots), d_own, d_other the same seen from q. One test serves b and, with the
+    edges swapped, c (Ericson 5.1.5)."""
+    d_own, d_other = _edge_dots(px, py, pz, q[0], q[1], q[2], ux, uy, uz, wx, wy, wz)
+    if d_own >= 0.0 and d_other <= d_own:
+        return True, q[0], q[1], q[2], vertex, d_own, d_other
+    if d_own_a * d_other - d_own * d_other_a <= 0.0 and d_own_a >= 0.0 and d_own <= 0.0:
+        w = d_own_a / (d_own_a - d_own)
+        return True, ax + w * ux, ay + w * uy, az + w * uz, edge, d_own, d_other
+    return False, 0.0, 0.0, 0.0, 0, d_own, d_other
+
+
+@njit(cache=True, inline="always")
 def closest_on_triangle(px, py, pz, t):
     """The closest point (x, y, z) to p on the triangle row t and the column of its
     feature's pseudo-normal (Ericson, Real-Time Collision Detection 5.1.5)."""
     ax, ay, az = t[0], t[1], t[2]
     abx, aby, abz = t[3] - ax, t[4] - ay, t[5] - az
     acx, acy, acz = t[6] - ax, t[7] - ay, t[8] - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
+    d1, d2 = _edge_dots(px, py, pz, ax, ay, az, abx, aby, abz, acx, acy, acz)
     if d1 <= 0.0 and d2 <= 0.0:
         return ax, ay, az, VERTEX_A
-    bpx, bpy, bpz = px - t[3], py - t[4], pz - t[5]
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return t[3], t[4], t[5], VERTEX_B
+    found, qx, qy, qz, f, d3, d4 = _corner_feature(px, py, pz, t[3:6], abx, aby, abz, acx,
+                                                   acy, acz, d1, d2, ax, ay, az, VERTEX_B,
+                                                   EDGE_AB)
+    if found:
+        return qx, qy, qz, f
+    found, qx, qy, qz, f, d6, d5 = _corner_feature(px, py, pz, t[6:9], acx, acy, acz, abx,
+                                                   aby, abz, d2, d1, ax, ay, az, VERTEX_C,
+                                                   EDGE_CA)
+    if found:
+        return qx, qy, qz, f
     vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        w = d1 / (d1 - d3)
-        return ax + w * abx, ay + w * aby, az + w * abz, EDGE_AB
-    cpx, cpy, cpz = px - t[6], py - t[7], pz - t[8]
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return t[6], t[7], t[8], VERTEX_C
     vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6)
-        return ax + w * acx, ay + w * acy, az + w * acz, EDGE_CA
     va = d3 * d6 - d5 * d4
     if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
         w = (d4 - d3) / ((d4 - d3) + (d5 - d6))

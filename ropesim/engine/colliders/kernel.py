@@ -54,6 +54,21 @@ def _resolve(v, i, nx, ny, nz, friction, sx, sy, sz):
     v[i, 2] = tz * scale + sz
 
 
+@njit(cache=True, inline="always")
+def _turn(wx, wy, wz, angle, r, out):
+    """out[3:12] = T r: the rotation r (row-major) turned by ``angle`` (rad) about the
+    unit axis (wx, wy, wz) (Rodrigues: T = I + s K + c K K)."""
+    s, c = np.sin(angle), 1.0 - np.cos(angle)
+    t00, t01, t02 = 1.0 - c * (wy * wy + wz * wz), -s * wz + c * wx * wy, s * wy + c * wx * wz
+    t10, t11, t12 = s * wz + c * wx * wy, 1.0 - c * (wx * wx + wz * wz), -s * wx + c * wy * wz
+    t20, t21, t22 = -s * wy + c * wx * wz, s * wx + c * wy * wz, 1.0 - c * (wx * wx + wy * wy)
+    for col in range(3):
+        a, b, d = r[col], r[3 + col], r[6 + col]
+        out[3 + col] = t00 * a + t01 * b + t02 * d
+        out[6 + col] = t10 * a + t11 * b + t12 * d
+        out[9 + col] = t20 * a + t21 * b + t22 * d
+
+
 @njit(cache=True)
 def _pose(row, time, out):
     """out[0:3] = the centre (m), out[3:12] = the rotation (row-major) of a collider
@@ -68,17 +83,23 @@ def _pose(row, time, out):
         for k in range(9):
             out[3 + k] = row[ROTATION + k]
         return
-    kx, ky, kz = wx / rate, wy / rate, wz / rate
-    s, c = np.sin(angle), 1.0 - np.cos(angle)
-    # Rodrigues: T = I + s K + c K K
-    t00, t01, t02 = 1.0 - c * (ky * ky + kz * kz), -s * kz + c * kx * ky, s * ky + c * kx * kz
-    t10, t11, t12 = s * kz + c * kx * ky, 1.0 - c * (kx * kx + kz * kz), -s * kx + c * ky * kz
-    t20, t21, t22 = -s * ky + c * kx * kz, s * kx + c * ky * kz, 1.0 - c * (kx * kx + ky * ky)
-    r = row[ROTATION:ROTATION + 9]
-    for col in range(3):
-        out[3 + col] = t00 * r[col] + t01 * r[3 + col] + t02 * r[6 + col]
-        out[6 + col] = t10 * r[col] + t11 * r[3 + col] + t12 * r[6 + col]
-        out[9 + col] = t20 * r[col] + t21 * r[3 + col] + t22 * r[6 + col]
+    _turn(wx / rate, wy / rate, wz / rate, angle, row[ROTATION:ROTATION + 9], out)
+
+
+@njit(cache=True)
+def _undo_jump(jump, pose, turned):
+    """The pose a collider stood at before a jump (a move from Python between steps):
+    ``pose`` (centre, rotation) moved back by the jump's shift jump[2:5] (m) and turned
+    back by its rotation vector jump[5:8] (rad); ``turned`` (12,) scratch."""
+    for k in range(3):
+        pose[k] -= jump[2 + k]
+    wx, wy, wz = jump[5], jump[6], jump[7]
+    angle = np.sqrt(wx * wx + wy * wy + wz * wz)
+    if angle == 0.0:
+        return
+    _turn(-wx / angle, -wy / angle, -wz / angle, angle, pose[3:12], turned)
+    for k in range(3, 12):
+        pose[k] = turned[k]
 
 
 @njit(cache=True, inline="always")
@@ -147,17 +168,29 @@ def _axis_point(px, half):
     return min(max(px, -half), half)
 
 
+#: A step shorter than this times a capsule's (or ball's) radius is not swept: it ends
+#: inside only if it went in (a chord that short cuts at most 3 % of the radius deep), and
+#: the way out nearest to where it ended is as good as the entry point.
+SHORT_STEP = 0.5
+
+
 @njit(cache=True)
-def _capsule(p0, p1, half, radius, out):
+def _capsule(p0, p1, half, radius, friction, out):
     """Capsule along x from -half to half: out = (placed point, outward normal) in its
-    frame; returns whether the particle touched."""
+    frame; returns whether the particle touched. A segment that crosses the surface stops
+    at the entry point and goes on in the tangent plane there by the rest of its motion
+    along that plane, less Coulomb ``friction`` times the rest of its motion into it
+    (the normal is the entry point's): a convex surface's tangent plane lies outside it."""
+    for k in range(3):  # both ends beyond the same side of the bounding box: no contact
+        bound = radius + half if k == 0 else radius
+        if (p0[k] >= bound and p1[k] >= bound) or (p0[k] <= -bound and p1[k] <= -bound):
+            return False
     a0 = _axis_point(p0[0], half)
     outside0 = (p0[0] - a0) ** 2 + p0[1] ** 2 + p0[2] ** 2 >= radius * radius
     dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
     length = np.sqrt(dx * dx + dy * dy + dz * dz)
     hx, hy, hz = p1[0], p1[1], p1[2]
-    hit = False
-    if outside0 and length > 0.0:
+    if outside0 and length > SHORT_STEP * radius:
         ux, uy, uz = dx / length, dy / length, dz / length
         best = 2.0 * length + 1.0
         a = uy * uy + uz * uz  # the cylinder y^2 + z^2 = r^2
@@ -180,16 +213,23 @@ def _capsule(p0, p1, half, radius, out):
                     best = s
         if best <= length:
             hx, hy, hz = p0[0] + best * ux, p0[1] + best * uy, p0[2] + best * uz
-            # keep the rest of the motion along the tangent plane at the entry point
             ax = _axis_point(hx, half)
             nx, ny, nz = (hx - ax) / radius, hy / radius, hz / radius
             rest = (p1[0] - hx) * nx + (p1[1] - hy) * ny + (p1[2] - hz) * nz
-            hx, hy, hz = p1[0] - rest * nx, p1[1] - rest * ny, p1[2] - rest * nz
-            hit = True
+            tx = p1[0] - hx - rest * nx
+            ty = p1[1] - hy - rest * ny
+            tz = p1[2] - hz - rest * nz
+            slide = np.sqrt(tx * tx + ty * ty + tz * tz)
+            keep = 0.0
+            if slide > 0.0:
+                keep = max(0.0, 1.0 - friction * max(-rest, 0.0) / slide)
+            out[0], out[1], out[2] = hx + keep * tx, hy + keep * ty, hz + keep * tz
+            out[3], out[4], out[5] = nx, ny, nz
+            return True
     ax = _axis_point(hx, half)
     rx, ry, rz = hx - ax, hy, hz
     dist = np.sqrt(rx * rx + ry * ry + rz * rz)
-    if not hit and dist >= radius:
+    if dist >= radius:
         return False
     if dist < 1e-12:  # on the axis: out sideways
         rx, ry, rz, dist = 0.0, 1.0, 0.0, 1.0
@@ -291,21 +331,217 @@ def _mesh(p0, p1, h, closed, boxes, links, triangles, grid, distances, stack, ou
     return True
 
 
+#: Columns of a jump row (ContactSet.jumps): pending (1/0), the time (s) of the step it
+#: belongs to, the shift (m) and the rotation vector (rad) of the move.
+JUMP_PENDING, JUMP_TIME, JUMP_SHIFT, JUMP_TURN = 0, 1, 2, 5
+JUMP_COLUMNS = 8
+
+
 @njit(cache=True)
-def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, boxes,
-                     links, triangles, grids, distances, poses, scratch, stack, time, dt,
-                     planar):
+def _step_poses(colliders, jumps, time, dt, poses, motion, turned):
+    """poses[c, 0] and poses[c, 1]: each collider's pose at the start and the end of the
+    step; motion[c] = its velocity (m/s) and angular velocity (rad/s) over the step. A
+    pending jump (a pose change between steps) counts as motion over this step: the
+    start pose is the one before the jump and its shift / dt and turn / dt are added."""
+    for c in range(colliders.shape[0]):
+        row = colliders[c]
+        _pose(row, time, poses[c, 0])
+        _pose(row, time + dt, poses[c, 1])
+        for k in range(3):
+            motion[c, k] = row[VELOCITY + k]
+            motion[c, 3 + k] = row[SPIN + k]
+        jump = jumps[c]
+        if jump[JUMP_PENDING] != 0.0 and jump[JUMP_TIME] == time:
+            _undo_jump(jump, poses[c, 0], turned)
+            for k in range(3):
+                motion[c, k] += jump[JUMP_SHIFT + k] / dt
+                motion[c, 3 + k] += jump[JUMP_TURN + k] / dt
+
+
+@njit(cache=True, inline="always")
+def _surface_velocity(motion, rx, ry, rz):
+    """The velocity (m/s) of a collider's surface at r (m) from its centre: v + w x r."""
+    w0, w1, w2 = motion[3], motion[4], motion[5]
+    return (motion[0] + w1 * rz - w2 * ry, motion[1] + w2 * rx - w0 * rz,
+            motion[2] + w0 * ry - w1 * rx)
+
+
+@njit(cache=True, inline="always")
+def _closest_on_segments(ax, ay, az, bx, by, bz, half):
+    """(s, t): the closest points a + s (b - a), s in [0, 1], and (t, 0, 0), t in
+    [-half, half], of a segment and a capsule's axis in its frame (Ericson 5.1.9)."""
+    dx, dy, dz = bx - ax, by - ay, bz - az
+    a = dx * dx + dy * dy + dz * dz
+    e = 4.0 * half * half  # the axis (2 half, 0, 0) squared
+    f = 2.0 * half * (ax + half)  # the axis dotted with a - (-half, 0, 0)
+    if a <= 1e-30:
+        return 0.0, min(max(ax, -half), half)
+    c = dx * (ax + half) + dy * ay + dz * az
+    if e <= 0.0:
+        return min(max(-c / a, 0.0), 1.0), 0.0
+    b = 2.0 * half * dx
+    denom = a * e - b * b
+    s = 0.0
+    if denom > 1e-12 * a * e:  # not parallel
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = min(max(-c / a, 0.0), 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = min(max((b - c) / a, 0.0), 1.0)
+    return s, half * (2.0 * t - 1.0)
+
+
+@njit(cache=True, inline="always")
+def _box_depth(e, ax, ay, az, dx, dy, dz, s):
+    """How deep (m) the point a + s d is inside a box of half extents e (< 0: outside)."""
+    return min(e[0] - abs(ax + s * dx), e[1] - abs(ay + s * dy), e[2] - abs(az + s * dz))
+
+
+@njit(cache=True)
+def _segment_in_box(e, ax, ay, az, bx, by, bz):
+    """(s, depth): the point a + s (b - a) of a segment deepest inside a box of half
+    extents e, and its depth (m; <= 0: the segment misses the box). The depth along a
+    segment is concave, so a golden-section search finds its maximum."""
+    for k in range(3):  # both ends beyond the same face: no contact
+        lo = ax if k == 0 else (ay if k == 1 else az)
+        hi = bx if k == 0 else (by if k == 1 else bz)
+        if (lo >= e[k] and hi >= e[k]) or (lo <= -e[k] and hi <= -e[k]):
+            return 0.0, -1.0
+    dx, dy, dz = bx - ax, by - ay, bz - az
+    lo, hi = 0.0, 1.0
+    ratio = 0.6180339887498949
+    m1 = hi - ratio * (hi - lo)
+    m2 = lo + ratio * (hi - lo)
+    f1 = _box_depth(e, ax, ay, az, dx, dy, dz, m1)
+    f2 = _box_depth(e, ax, ay, az, dx, dy, dz, m2)
+    for _ in range(SEARCH_STEPS):
+        if f1 < f2:
+            lo, m1, f1 = m1, m2, f2
+            m2 = lo + ratio * (hi - lo)
+            f2 = _box_depth(e, ax, ay, az, dx, dy, dz, m2)
+        else:
+            hi, m2, f2 = m2, m1, f1
+            m1 = hi - ratio * (hi - lo)
+            f1 = _box_depth(e, ax, ay, az, dx, dy, dz, m1)
+    s = 0.5 * (lo + hi)
+    return s, _box_depth(e, ax, ay, az, dx, dy, dz, s)
+
+
+#: Golden-section steps of the deepest point of a segment in a box (0.618^40 ~ 4e-9).
+SEARCH_STEPS = 40
+
+
+@njit(cache=True)
+def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar):
+    """Rope segments (particle pairs) against boxes and capsules, at their poses after the
+    step: a segment that a collider pokes through between its two particles (a thin rod
+    or a box edge narrower than the spacing) is pushed out at its deepest point, the
+    correction shared by the two particles by their inverse masses and their weights on
+    that point; the point's inward velocity relative to the surface is removed and
+    Coulomb friction applied to its tangential part. Returns how many segments touched."""
+    touching = 0
+    for c in range(colliders.shape[0]):
+        row = colliders[c]
+        kind = int(row[KIND])
+        if kind == MESH:
+            continue
+        pose = poses[c, 1]
+        for k in range(segments.shape[0]):
+            i, j = segments[k, 0], segments[k, 1]
+            wi, wj = inv_mass[i], inv_mass[j]
+            if wi == 0.0 and wj == 0.0:
+                continue
+            ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
+            bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
+            if kind == BOX:
+                s, depth = _segment_in_box(row[P0:P0 + 3], ax, ay, az, bx, by, bz)
+                if depth <= 0.0:
+                    continue
+                qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
+                nx, ny, nz = 0.0, 0.0, 0.0
+                if row[P0] - abs(qx) == depth:
+                    nx = 1.0 if qx >= 0.0 else -1.0
+                elif row[P1] - abs(qy) == depth:
+                    ny = 1.0 if qy >= 0.0 else -1.0
+                else:
+                    nz = 1.0 if qz >= 0.0 else -1.0
+            else:
+                half, radius = row[P0], row[P1]
+                s, t = _closest_on_segments(ax, ay, az, bx, by, bz, half)
+                qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
+                rx, ry, rz = qx - t, qy, qz
+                dist = np.sqrt(rx * rx + ry * ry + rz * rz)
+                depth = radius - dist
+                if depth <= 0.0:
+                    continue
+                if dist < 1e-12:  # through the axis: out sideways
+                    rx, ry, rz, dist = 0.0, 1.0, 0.0, 1.0
+                nx, ny, nz = rx / dist, ry / dist, rz / dist
+            nx, ny, nz = _rotate(pose, nx, ny, nz)
+            if planar:
+                nz = 0.0
+            # move the point a + s (b - a) out by depth: particle i by (1 - s) wi lam n,
+            # j by s wj lam n, with lam = depth / ((1 - s)^2 wi + s^2 wj)
+            ui, uj = (1.0 - s) * wi, s * wj
+            weight = (1.0 - s) * ui + s * uj
+            if weight <= 0.0:
+                continue
+            lam = depth / weight
+            x[i, 0] += ui * lam * nx
+            x[i, 1] += ui * lam * ny
+            x[i, 2] += ui * lam * nz
+            x[j, 0] += uj * lam * nx
+            x[j, 1] += uj * lam * ny
+            x[j, 2] += uj * lam * nz
+            px = (1.0 - s) * x[i, 0] + s * x[j, 0]
+            py = (1.0 - s) * x[i, 1] + s * x[j, 1]
+            pz = (1.0 - s) * x[i, 2] + s * x[j, 2]
+            sx, sy, sz = _surface_velocity(motion[c], px - pose[0], py - pose[1], pz - pose[2])
+            rvx = (1.0 - s) * v[i, 0] + s * v[j, 0] - sx
+            rvy = (1.0 - s) * v[i, 1] + s * v[j, 1] - sy
+            rvz = (1.0 - s) * v[i, 2] + s * v[j, 2] - sz
+            vn = rvx * nx + rvy * ny + rvz * nz
+            touching += 1
+            if vn >= 0.0:
+                continue
+            tx, ty, tz = rvx - vn * nx, rvy - vn * ny, rvz - vn * nz
+            tangential = np.sqrt(tx * tx + ty * ty + tz * tz)
+            keep = 1.0
+            if tangential > 0.0:
+                keep = max(0.0, 1.0 - row[FRICTION] * (-vn) / tangential)
+            # the point's velocity change, shared like the position correction
+            gx = (-vn * nx - (1.0 - keep) * tx) / weight
+            gy = (-vn * ny - (1.0 - keep) * ty) / weight
+            gz = (-vn * nz - (1.0 - keep) * tz) / weight
+            v[i, 0] += ui * gx
+            v[i, 1] += ui * gy
+            v[j, 0] += uj * gx
+            v[j, 1] += uj * gy
+            if not planar:
+                v[i, 2] += ui * gz
+                v[j, 2] += uj * gz
+    return touching
+
+
+@njit(cache=True)
+def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders, meshes,
+                     boxes, links, triangles, grids, distances, segments, jumps, poses,
+                     motion, scratch, stack, time, dt, planar):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
-    ``x_prev``: the positions before the step (m); ``colliders``: the collider table
-    (COLUMNS per row); ``meshes`` (m, 5) int64 [first node, node count, first triangle,
-    triangle count, first distance] into the BVH arrays and the distance grids (``grids``
-    (m, 8) their layout, bvh.distance_grid); ``poses`` (k, 2, 12), ``scratch`` (8,) and
-    ``stack`` scratch; ``time`` (s) the time at the start of the step of ``dt`` (s).
+    ``x_prev``: the positions before the step (m); ``inv_mass`` (n,) 1/kg (0: fixed);
+    ``colliders``: the collider table (COLUMNS per row); ``meshes`` (m, 5) int64 [first
+    node, node count, first triangle, triangle count, first distance] into the BVH arrays
+    and the distance grids (``grids`` (m, 8) their layout, bvh.distance_grid);
+    ``segments`` (s, 2) int64 the rope segments tested against boxes and capsules;
+    ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
+    ``motion`` (k, 6), ``scratch`` (24,) and ``stack`` scratch; ``time`` (s) the time at
+    the start of the step of ``dt`` (s).
     """
-    for c in range(colliders.shape[0]):
-        _pose(colliders[c], time, poses[c, 0])
-        _pose(colliders[c], time + dt, poses[c, 1])
+    _step_poses(colliders, jumps, time, dt, poses, motion, scratch[12:24])
     p0 = scratch[0:3]
     p1 = scratch[3:6]
     out = scratch[6:12]
@@ -313,29 +549,36 @@ def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, b
     for i in range(x.shape[0]):
         if fixed[i]:
             continue
-        for g in range(grounds.shape[0]):
+        for g in range(grounds.shape[0]):  # a half-space: nothing passes it
             if x[i, 1] < grounds[g, 0]:
                 x[i, 1] = grounds[g, 0]
                 _resolve(v, i, 0.0, 1.0, 0.0, grounds[g, 1], 0.0, 0.0, 0.0)
                 touching += 1
-        for s in range(spheres.shape[0]):
-            dx = x[i, 0] - spheres[s, 0]
-            dy = x[i, 1] - spheres[s, 1]
-            dz = 0.0 if planar else x[i, 2] - spheres[s, 2]
-            dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+        for s in range(spheres.shape[0]):  # swept: a capsule of zero length
             radius = spheres[s, 3]
-            if dist >= radius:
+            far = False
+            end_sq = 0.0  # |x - centre|^2 and |step|^2 (m^2)
+            step_sq = 0.0
+            for k in range(2 if planar else 3):  # the step stays beside the ball's box
+                a, b = x_prev[i, k] - spheres[s, k], x[i, k] - spheres[s, k]
+                far = far or (a >= radius and b >= radius) or (a <= -radius and b <= -radius)
+                end_sq += b * b
+                step_sq += (b - a) * (b - a)
+            if far or (end_sq >= radius * radius
+                       and step_sq <= (SHORT_STEP * radius) ** 2):  # a short step outside
                 continue
-            if dist < 1e-12:  # at the centre: push straight up
-                dx, dy, dz, dist = 0.0, 1.0, 0.0, 1.0
-            nx = dx / dist
-            ny = dy / dist
-            nz = dz / dist
-            x[i, 0] = spheres[s, 0] + nx * radius
-            x[i, 1] = spheres[s, 1] + ny * radius
+            for k in range(3):
+                p0[k] = x_prev[i, k] - spheres[s, k]
+                p1[k] = x[i, k] - spheres[s, k]
+            if planar:
+                p0[2] = p1[2] = 0.0
+            if not _capsule(p0, p1, 0.0, radius, spheres[s, 4], out):
+                continue
+            x[i, 0] = spheres[s, 0] + out[0]
+            x[i, 1] = spheres[s, 1] + out[1]
             if not planar:
-                x[i, 2] = spheres[s, 2] + nz * radius
-            _resolve(v, i, nx, ny, nz, spheres[s, 4], 0.0, 0.0, 0.0)
+                x[i, 2] = spheres[s, 2] + out[2]
+            _resolve(v, i, out[3], out[4], out[5], spheres[s, 4], 0.0, 0.0, 0.0)
             touching += 1
         for c in range(colliders.shape[0]):
             row = colliders[c]
@@ -347,7 +590,7 @@ def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, b
             if kind == BOX:
                 touched = _box(p0, p1, row[P0:P0 + 3], out)
             elif kind == CAPSULE:
-                touched = _capsule(p0, p1, row[P0], row[P1], out)
+                touched = _capsule(p0, p1, row[P0], row[P1], row[FRICTION], out)
             else:
                 m = int(row[MESH_INDEX])
                 n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
@@ -365,12 +608,12 @@ def project_contacts(x, x_prev, v, fixed, grounds, spheres, colliders, meshes, b
             if not planar:
                 x[i, 2] = wz + after[2]
             # the surface velocity at the contact: velocity + spin x (p - centre)
-            w0, w1, w2 = row[SPIN], row[SPIN + 1], row[SPIN + 2]
-            sx = row[VELOCITY] + w1 * wz - w2 * wy
-            sy = row[VELOCITY + 1] + w2 * wx - w0 * wz
-            sz = row[VELOCITY + 2] + w0 * wy - w1 * wx
+            sx, sy, sz = _surface_velocity(motion[c], wx, wy, wz)
             _resolve(v, i, nx, ny, nz, row[FRICTION], sx, sy, sz)
             if planar:
                 v[i, 2] = 0.0
             touching += 1
+    if segments.shape[0] > 0:
+        touching += _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion,
+                                      planar)
     return touching
