@@ -1,0 +1,386 @@
+"""Rest-shape tiles: the search for the candidate pairs of self-collision (numba).
+
+The primitives are grouped once, by their place in the rest shape (the system's initial
+positions), into tiles: cubic rest cells of side TILE_SPACINGS particle spacings, one
+connected component per tile (a 4 x 4 patch of a cloth). On each build, every tile is
+fitted with the affine map that best carries its particles' rest positions r to their
+positions x now (least squares in the tile's rest plane),
+
+    x = f(r) + e,    f(r) = x_mean + A (r - r_mean),    |e| <= rho (the residual),
+
+and gets the bounding box of its particles. The tiles are swept along the axis of their
+widest spread; a pair of tiles whose boxes come within ``reach`` (m) is either
+
+* **certified**: two primitives of one component that do not repel by the rest-shape
+  exclusion are at least E = EXCLUDE_FACTOR x thickness apart in the rest shape, and for
+  r_i in tile a, r_j in tile b
+
+      |x_i - x_j| >= sigma_a sqrt(E^2 - h^2) - rho_a - rho_b - mu_ab,
+
+  with sigma_a the smallest stretch of A_a in its rest plane, h a bound of the component
+  of r_i - r_j normal to that plane (the tiles' rest thickness) and mu_ab a bound of
+  |f_a - f_b| over tile b's rest box (how far b is from where a's map puts it). When that
+  bound is above the reach (with a's map or b's), no pair of the two tiles can be in the
+  list: a smooth part of a cloth is settled without a look at its particles;
+* or searched by brute force, primitive against primitive (box, distance and the
+  exclusion tests of the neighbour list): folds, layers, other components, ropes.
+
+The bound is exact (points of capsules and triangles are convex combinations of their
+particles, so they obey it too), so the list holds the same pairs as a test of every
+pair. A rope or a network whose tile has no rest plane is never certified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .geometry import pair_weights, weighted_gap
+from .primitives import Primitives
+
+#: tile side (rest shape) in particle spacings (the median over particles of their
+#: shortest spring's rest length)
+TILE_SPACINGS = 4.0
+#: a tile is planar (can be certified) when the second moment of its rest positions along
+#: the second axis is above this fraction of the first
+PLANAR_RATIO = 1e-6
+#: relative margin on the certificate (float rounding of the fits)
+CERTIFY_MARGIN = 1e-6
+
+
+@dataclass
+class Tiles:
+    """Tiles of a Primitives set: the static part (rest shape) and the per-build fits.
+
+    prim_start (T+1,), prim_list (P,): the primitives tile by tile; part_start (T+1,),
+    part_list: the particles of each tile's primitives; component (T,); rest_mean (T, 3)
+    m; frame (T, 3, 3): rows u1, u2 (the rest plane) and the normal; extent (T, 3) m:
+    half-sizes of the rest positions along the frame; inv_moment (T, 2) 1/m^2 (0 for a
+    tile without a rest plane). Per build: x_mean (T, 3) m, stretch A (T, 3, 3), its
+    in-plane columns A u (T, 2, 3), residual rho (T,) m, sigma (T,), box lo/hi (T, 3) m.
+    """
+
+    prim_start: np.ndarray
+    prim_list: np.ndarray
+    part_start: np.ndarray
+    part_list: np.ndarray
+    component: np.ndarray
+    rest_mean: np.ndarray
+    frame: np.ndarray
+    extent: np.ndarray
+    inv_moment: np.ndarray
+
+    def __post_init__(self) -> None:
+        t = self.n_tiles
+        self.x_mean = np.zeros((t, 3))
+        self.stretch = np.zeros((t, 3, 3))
+        self.in_plane = np.zeros((t, 2, 3))
+        self.rho = np.zeros(t)
+        self.sigma = np.zeros(t)
+        self.lo = np.zeros((t, 3))
+        self.hi = np.zeros((t, 3))
+
+    @property
+    def n_tiles(self) -> int:
+        return self.component.shape[0]
+
+
+def particle_spacing(rest_x: np.ndarray, adj_start: np.ndarray, adj_list: np.ndarray) -> float:
+    """Median over particles with springs of their shortest spring's length in the rest
+    shape (m); 1 % of the bounding-box diagonal (at least 1e-6 m) without springs."""
+    n = rest_x.shape[0]
+    owner = np.repeat(np.arange(n), np.diff(adj_start))
+    lengths = np.linalg.norm(rest_x[owner] - rest_x[adj_list], axis=1)
+    shortest = np.full(n, np.inf)
+    np.minimum.at(shortest, owner, lengths)
+    shortest = shortest[np.isfinite(shortest) & (shortest > 0)]
+    if shortest.size:
+        return float(np.median(shortest))
+    return max(0.01 * float(np.linalg.norm(np.ptp(rest_x, axis=0))), 1e-6)
+
+
+def build_tiles(prims: Primitives) -> Tiles:
+    """Group the primitives into rest-shape tiles (see the module docstring)."""
+    rest = prims.rest_x
+    n = rest.shape[0]
+    side = TILE_SPACINGS * particle_spacing(rest, prims.adj_start, prims.adj_list)
+    p = prims.prims.astype(np.int64)
+    centre = rest[p].mean(axis=1)
+    keys = np.column_stack([prims.component[p[:, 0]], np.floor((centre - rest.min(axis=0)) / side).astype(np.int64)])
+    _, tile_of = np.unique(keys, axis=0, return_inverse=True)
+    tile_of = tile_of.ravel()
+    n_tiles = int(tile_of.max()) + 1 if tile_of.size else 0
+    prim_list = np.argsort(tile_of, kind="stable").astype(np.int64)
+    prim_start = np.zeros(n_tiles + 1, np.int64)
+    np.cumsum(np.bincount(tile_of, minlength=n_tiles), out=prim_start[1:])
+    members = np.unique(np.repeat(tile_of, 3) * n + p.ravel())
+    part_tile, part_list = np.divmod(members, n)
+    counts = np.bincount(part_tile, minlength=n_tiles)
+    part_start = np.zeros(n_tiles + 1, np.int64)
+    np.cumsum(counts, out=part_start[1:])
+    r = rest[part_list]
+    rest_mean = np.add.reduceat(r, part_start[:-1], axis=0) / counts[:, None]
+    q = r - rest_mean[part_tile]
+    moment = np.add.reduceat(q[:, :, None] * q[:, None, :], part_start[:-1], axis=0)
+    values, vectors = np.linalg.eigh(moment)  # ascending
+    frame = np.ascontiguousarray(np.stack([vectors[:, :, 2], vectors[:, :, 1],
+                                           vectors[:, :, 0]], axis=1))
+    offsets = np.abs(np.einsum("kdj,kj->kd", frame[part_tile], q))
+    extent = np.maximum.reduceat(offsets, part_start[:-1], axis=0)
+    planar = (counts >= 3) & (values[:, 1] > PLANAR_RATIO * values[:, 2]) & (values[:, 2] > 0)
+    inv_moment = np.zeros((n_tiles, 2))
+    inv_moment[planar, 0] = 1.0 / values[planar, 2]
+    inv_moment[planar, 1] = 1.0 / values[planar, 1]
+    return Tiles(prim_start=prim_start, prim_list=prim_list, part_start=part_start,
+                 part_list=np.ascontiguousarray(part_list, dtype=np.int64),
+                 component=np.ascontiguousarray(prims.component[p[prim_list[prim_start[:-1]], 0]]),
+                 rest_mean=np.ascontiguousarray(rest_mean), frame=frame,
+                 extent=np.ascontiguousarray(extent), inv_moment=inv_moment)
+
+
+@njit(cache=True)
+def fit_tiles(x, rest_x, part_start, part_list, rest_mean, frame, inv_moment, x_mean,
+              stretch, in_plane, rho, sigma, lo, hi):
+    """Per tile: the mean x_mean, the least-squares stretch A (x - x_mean ~ A (r -
+    rest_mean), A normal = 0), its in-plane columns A u1, A u2, the largest residual rho
+    (m), the smallest in-plane stretch sigma and the bounding box lo, hi (m) of its
+    particles at the positions x (m)."""
+    for t in range(part_start.shape[0] - 1):
+        first, last = part_start[t], part_start[t + 1]
+        mx = my = mz = 0.0
+        for d in range(3):
+            lo[t, d] = np.inf
+            hi[t, d] = -np.inf
+        for m in range(first, last):
+            i = part_list[m]
+            mx += x[i, 0]
+            my += x[i, 1]
+            mz += x[i, 2]
+            for d in range(3):
+                lo[t, d] = min(lo[t, d], x[i, d])
+                hi[t, d] = max(hi[t, d], x[i, d])
+        inv = 1.0 / (last - first)
+        mx *= inv
+        my *= inv
+        mz *= inv
+        x_mean[t, 0] = mx
+        x_mean[t, 1] = my
+        x_mean[t, 2] = mz
+        if inv_moment[t, 0] == 0.0:
+            rho[t] = np.inf
+            sigma[t] = 0.0
+            continue
+        # column c of M U^T: sum (x - x_mean) (u_c . q), c = 0, 1
+        b00 = b01 = b02 = b10 = b11 = b12 = 0.0
+        for m in range(first, last):
+            i = part_list[m]
+            qx = rest_x[i, 0] - rest_mean[t, 0]
+            qy = rest_x[i, 1] - rest_mean[t, 1]
+            qz = rest_x[i, 2] - rest_mean[t, 2]
+            s0 = (frame[t, 0, 0] * qx + frame[t, 0, 1] * qy + frame[t, 0, 2] * qz) * inv_moment[t, 0]
+            s1 = (frame[t, 1, 0] * qx + frame[t, 1, 1] * qy + frame[t, 1, 2] * qz) * inv_moment[t, 1]
+            ux, uy, uz = x[i, 0] - mx, x[i, 1] - my, x[i, 2] - mz
+            b00 += ux * s0
+            b01 += uy * s0
+            b02 += uz * s0
+            b10 += ux * s1
+            b11 += uy * s1
+            b12 += uz * s1
+        in_plane[t, 0, 0], in_plane[t, 0, 1], in_plane[t, 0, 2] = b00, b01, b02
+        in_plane[t, 1, 0], in_plane[t, 1, 1], in_plane[t, 1, 2] = b10, b11, b12
+        for r in range(3):  # A = (A u1) u1^T + (A u2) u2^T
+            for c in range(3):
+                stretch[t, r, c] = in_plane[t, 0, r] * frame[t, 0, c] + in_plane[t, 1, r] * frame[t, 1, c]
+        largest_sq = 0.0
+        for m in range(first, last):
+            i = part_list[m]
+            qx = rest_x[i, 0] - rest_mean[t, 0]
+            qy = rest_x[i, 1] - rest_mean[t, 1]
+            qz = rest_x[i, 2] - rest_mean[t, 2]
+            ex = x[i, 0] - mx - (stretch[t, 0, 0] * qx + stretch[t, 0, 1] * qy + stretch[t, 0, 2] * qz)
+            ey = x[i, 1] - my - (stretch[t, 1, 0] * qx + stretch[t, 1, 1] * qy + stretch[t, 1, 2] * qz)
+            ez = x[i, 2] - mz - (stretch[t, 2, 0] * qx + stretch[t, 2, 1] * qy + stretch[t, 2, 2] * qz)
+            largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
+        rho[t] = largest_sq ** 0.5
+        g00 = b00 * b00 + b01 * b01 + b02 * b02
+        g01 = b00 * b10 + b01 * b11 + b02 * b12
+        g11 = b10 * b10 + b11 * b11 + b12 * b12
+        half_trace = 0.5 * (g00 + g11)
+        smallest = half_trace - ((0.5 * (g00 - g11)) ** 2 + g01 * g01) ** 0.5
+        sigma[t] = max(smallest, 0.0) ** 0.5
+
+
+@njit(cache=True, inline="always")
+def _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch, in_plane, rho,
+                sigma):
+    """Lower bound (m) of the distance now between a point of tile a and one of tile b
+    at least ``exclude`` (m) apart in the rest shape, from tile a's fit (module
+    docstring); -inf when the bound says nothing."""
+    if sigma[a] <= 0.0:
+        return -np.inf
+    # h: the normal (to a's rest plane) part of r_i - r_j, r_j in b's rest box
+    dx = rest_mean[b, 0] - rest_mean[a, 0]
+    dy = rest_mean[b, 1] - rest_mean[a, 1]
+    dz = rest_mean[b, 2] - rest_mean[a, 2]
+    h = extent[a, 2] + abs(frame[a, 2, 0] * dx + frame[a, 2, 1] * dy + frame[a, 2, 2] * dz)
+    for d in range(3):
+        h += extent[b, d] * abs(frame[a, 2, 0] * frame[b, d, 0] + frame[a, 2, 1] * frame[b, d, 1]
+                                + frame[a, 2, 2] * frame[b, d, 2])
+    if h >= exclude:
+        return -np.inf
+    # mu: |f_a - f_b| over b's rest box, g0 at its centre plus the box's half-sizes
+    gx = x_mean[a, 0] - x_mean[b, 0] + stretch[a, 0, 0] * dx + stretch[a, 0, 1] * dy + stretch[a, 0, 2] * dz
+    gy = x_mean[a, 1] - x_mean[b, 1] + stretch[a, 1, 0] * dx + stretch[a, 1, 1] * dy + stretch[a, 1, 2] * dz
+    gz = x_mean[a, 2] - x_mean[b, 2] + stretch[a, 2, 0] * dx + stretch[a, 2, 1] * dy + stretch[a, 2, 2] * dz
+    mu = (gx * gx + gy * gy + gz * gz) ** 0.5
+    for d in range(3):
+        fx, fy, fz = frame[b, d, 0], frame[b, d, 1], frame[b, d, 2]
+        cx = stretch[a, 0, 0] * fx + stretch[a, 0, 1] * fy + stretch[a, 0, 2] * fz
+        cy = stretch[a, 1, 0] * fx + stretch[a, 1, 1] * fy + stretch[a, 1, 2] * fz
+        cz = stretch[a, 2, 0] * fx + stretch[a, 2, 1] * fy + stretch[a, 2, 2] * fz
+        if d < 2:  # f_b's own column (its normal column is 0)
+            cx -= in_plane[b, d, 0]
+            cy -= in_plane[b, d, 1]
+            cz -= in_plane[b, d, 2]
+        mu += extent[b, d] * (cx * cx + cy * cy + cz * cz) ** 0.5
+    return sigma[a] * (exclude * exclude - h * h) ** 0.5 - rho[a] - rho[b] - mu
+
+
+@njit(cache=True, inline="always")
+def _joined(i, j, adj_start, adj_list):
+    if i == j:
+        return True
+    for u in range(adj_start[i], adj_start[i + 1]):
+        if adj_list[u] == j:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+    """Whether primitives p and q never repel (neighbours.py's module docstring). The
+    rest-shape test goes first: it settles most candidates of a cloth without a scan of
+    the springs."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    if component[a0] == component[b0]:
+        if a0 == a2 and b0 == b2:  # two spheres: their particles' distance
+            gx, gy, gz = (rest_x[a0, 0] - rest_x[b0, 0], rest_x[a0, 1] - rest_x[b0, 1],
+                          rest_x[a0, 2] - rest_x[b0, 2])
+        else:
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
+            gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                      wb1, wb2)
+        if gx * gx + gy * gy + gz * gz < exclude_sq:
+            return True
+    for i in range(3):
+        ai = prims[p, i]
+        if i > 0 and ai == prims[p, i - 1]:
+            continue  # a sphere's or capsule's repeated index
+        for j in range(3):
+            bj = prims[q, j]
+            if j > 0 and bj == prims[q, j - 1]:
+                continue
+            if _joined(ai, bj, adj_start, adj_list):
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _search_pair(a, b, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                 reach, prim_start, prim_list, lo, hi, slots, counts):
+    """Every pair of a primitive of tile a and one of tile b (after it, if a == b) within
+    ``reach`` (m) and not excluded, into slots/counts at the smaller index."""
+    capacity = slots.shape[1]
+    reach_sq = reach * reach
+    for ip in range(prim_start[a], prim_start[a + 1]):
+        p = prim_list[ip]
+        a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+        outside = False
+        for d in range(3):  # p's box against b's box grown by the reach
+            low = min(x[a0, d], x[a1, d], x[a2, d])
+            high = max(x[a0, d], x[a1, d], x[a2, d])
+            if low > hi[b, d] + reach or high < lo[b, d] - reach:
+                outside = True
+        if outside:
+            continue
+        sphere = a0 == a2
+        first = ip + 1 if a == b else prim_start[b]
+        for iq in range(first, prim_start[b + 1]):
+            q = prim_list[iq]
+            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+            if sphere and b0 == b2:
+                gx = x[a0, 0] - x[b0, 0]
+                gy = x[a0, 1] - x[b0, 1]
+                gz = x[a0, 2] - x[b0, 2]
+            else:
+                wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+                if wa0 < 0.0:
+                    continue  # a pair the pass does not test (see pair_weights)
+                gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                          wb1, wb2)
+            if gx * gx + gy * gy + gz * gz > reach_sq:
+                continue
+            if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+                continue
+            owner, other = (p, q) if p < q else (q, p)
+            found = counts[owner]
+            if found < capacity:
+                slots[owner, found] = other
+            counts[owner] = found + 1
+
+
+@njit(cache=True)
+def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
+                prim_start, prim_list, tile_component, rest_mean, frame, extent, x_mean,
+                stretch, in_plane, rho, sigma, lo, hi, slots, counts):
+    """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
+    by fit_tiles (module docstring); returns (the largest count wanted (> S: redo with
+    more slots), tile pairs searched, tile pairs certified)."""
+    counts[:] = 0
+    n_tiles = lo.shape[0]
+    spread = np.zeros(3)
+    for d in range(3):
+        low, high = np.inf, -np.inf
+        for t in range(n_tiles):
+            low = min(low, lo[t, d])
+            high = max(high, hi[t, d])
+        spread[d] = high - low
+    axis = 0
+    for d in range(1, 3):
+        if spread[d] > spread[axis]:
+            axis = d
+    order = np.argsort(lo[:, axis])
+    exclude = exclude_sq ** 0.5
+    needed = reach * (1.0 + CERTIFY_MARGIN)
+    searched = 0
+    certified = 0
+    for ia in range(n_tiles):
+        a = order[ia]
+        limit = hi[a, axis] + reach
+        for ib in range(ia, n_tiles):
+            b = order[ib]
+            if lo[b, axis] > limit:
+                break
+            apart = False
+            for d in range(3):
+                if lo[b, d] > hi[a, d] + reach or lo[a, d] > hi[b, d] + reach:
+                    apart = True
+            if apart:
+                continue
+            if tile_component[a] == tile_component[b] and (
+                    _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch,
+                                in_plane, rho, sigma) > needed
+                    or _separation(b, a, exclude, rest_mean, frame, extent, x_mean, stretch,
+                                   in_plane, rho, sigma) > needed):
+                certified += 1
+                continue
+            searched += 1
+            _search_pair(a, b, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                         reach, prim_start, prim_list, lo, hi, slots, counts)
+    largest = 0
+    for p in range(counts.shape[0]):
+        largest = max(largest, counts[p])
+    return largest, searched, certified
