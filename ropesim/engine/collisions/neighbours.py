@@ -37,7 +37,7 @@ from numba import njit
 from .geometry import bounding_ball
 from .hashing import cell_hash, table_mask
 from .primitives import Primitives
-from .tiles import build_tiles, fit_tiles, query_tiles
+from .tiles import build_tiles, fit_tiles, query_tiles, refit_tree
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
 EXCLUDE_FACTOR = 3.0
@@ -213,12 +213,14 @@ class NeighbourList:
         t = self.tiles
         fit_tiles(x, p.rest_x, t.part_start, t.part_list, t.rest_mean, t.frame, t.inv_moment,
                   t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi)
+        refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
             largest, self.searched, self.certified = query_tiles(
                 x, p.prims, p.adj_start, p.adj_list, p.component, p.rest_x, exclude_sq,
-                reach, t.prim_start, t.prim_list, t.component, t.rest_mean, t.frame,
+                reach, t.prim_start, t.prim_list, t.part_start, t.part_list, t.component, t.rest_mean, t.frame,
                 t.extent, t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi,
-                self.slots, self.counts)
+                t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi, t.stack,
+                t.res_a, t.res_b, self.slots, self.counts)
             if largest <= self.slots.shape[1]:
                 break
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)

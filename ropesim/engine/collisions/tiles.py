@@ -81,6 +81,15 @@ class Tiles:
         self.sigma = np.zeros(t)
         self.lo = np.zeros((t, 3))
         self.hi = np.zeros((t, 3))
+        self.node_left, self.node_right, self.node_tile, depth = build_tree(self.rest_mean)
+        self.node_lo = np.zeros((self.node_tile.size, 3))
+        self.node_hi = np.zeros((self.node_tile.size, 3))
+        # the walk pops one pair and pushes at most three: 2 more per level
+        self.stack = np.zeros((2 * depth + 8, 2), np.int64)
+        sizes = np.diff(self.prim_start)
+        # scratch: residuals of the primitives of the two tiles of a searched pair
+        self.res_a = np.zeros(int(sizes.max()) if sizes.size else 0)
+        self.res_b = np.zeros_like(self.res_a)
 
     @property
     def n_tiles(self) -> int:
@@ -99,6 +108,38 @@ def particle_spacing(rest_x: np.ndarray, adj_start: np.ndarray, adj_list: np.nda
     if shortest.size:
         return float(np.median(shortest))
     return max(0.01 * float(np.linalg.norm(np.ptp(rest_x, axis=0))), 1e-6)
+
+
+def build_tree(centres: np.ndarray):
+    """A binary tree over points (T, 3) m, split at the median of the widest axis:
+    (left, right, leaf) per node in preorder (left/right -1 and leaf = the point for a
+    leaf, leaf -1 otherwise) and the tree's depth."""
+    left, right, leaf = [], [], []
+    todo = [(np.arange(centres.shape[0]), -1, 0)]  # (points, parent, 0 left / 1 right)
+    depth = 0
+    levels = [0]
+    while todo:
+        ids, parent, side = todo.pop()
+        node = len(leaf)
+        level = levels.pop()
+        depth = max(depth, level)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = node
+        left.append(-1)
+        right.append(-1)
+        if ids.size == 1:
+            leaf.append(int(ids[0]))
+            continue
+        leaf.append(-1)
+        span = np.ptp(centres[ids], axis=0)
+        ranked = ids[np.argsort(centres[ids, int(np.argmax(span))], kind="stable")]
+        half = ranked.size // 2
+        todo.append((ranked[half:], node, 1))  # popped after the left one: preorder
+        levels.append(level + 1)
+        todo.append((ranked[:half], node, 0))
+        levels.append(level + 1)
+    return (np.array(left, np.int64), np.array(right, np.int64), np.array(leaf, np.int64),
+            depth)
 
 
 def build_tiles(prims: Primitives) -> Tiles:
@@ -218,18 +259,9 @@ def _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch, in_pla
     """Lower bound (m) of the distance now between a point of tile a and one of tile b
     at least ``exclude`` (m) apart in the rest shape, from tile a's fit (module
     docstring); -inf when the bound says nothing."""
-    if sigma[a] <= 0.0:
-        return -np.inf
-    # h: the normal (to a's rest plane) part of r_i - r_j, r_j in b's rest box
     dx = rest_mean[b, 0] - rest_mean[a, 0]
     dy = rest_mean[b, 1] - rest_mean[a, 1]
     dz = rest_mean[b, 2] - rest_mean[a, 2]
-    h = extent[a, 2] + abs(frame[a, 2, 0] * dx + frame[a, 2, 1] * dy + frame[a, 2, 2] * dz)
-    for d in range(3):
-        h += extent[b, d] * abs(frame[a, 2, 0] * frame[b, d, 0] + frame[a, 2, 1] * frame[b, d, 1]
-                                + frame[a, 2, 2] * frame[b, d, 2])
-    if h >= exclude:
-        return -np.inf
     # mu: |f_a - f_b| over b's rest box, g0 at its centre plus the box's half-sizes
     gx = x_mean[a, 0] - x_mean[b, 0] + stretch[a, 0, 0] * dx + stretch[a, 0, 1] * dy + stretch[a, 0, 2] * dz
     gy = x_mean[a, 1] - x_mean[b, 1] + stretch[a, 1, 0] * dx + stretch[a, 1, 1] * dy + stretch[a, 1, 2] * dz
@@ -245,7 +277,26 @@ def _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch, in_pla
             cy -= in_plane[b, d, 1]
             cz -= in_plane[b, d, 2]
         mu += extent[b, d] * (cx * cx + cy * cy + cz * cz) ** 0.5
-    return sigma[a] * (exclude * exclude - h * h) ** 0.5 - rho[a] - rho[b] - mu
+    return _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma) - rho[a] - rho[b] - mu
+
+
+@njit(cache=True, inline="always")
+def _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma):
+    """sigma_a sqrt(E^2 - h^2) (m): the distance tile a's map keeps between a point of
+    tile a and one of tile b at least E = ``exclude`` apart in the rest shape, before the
+    residuals; -inf when it says nothing."""
+    if sigma[a] <= 0.0:
+        return -np.inf
+    dx = rest_mean[b, 0] - rest_mean[a, 0]
+    dy = rest_mean[b, 1] - rest_mean[a, 1]
+    dz = rest_mean[b, 2] - rest_mean[a, 2]
+    h = extent[a, 2] + abs(frame[a, 2, 0] * dx + frame[a, 2, 1] * dy + frame[a, 2, 2] * dz)
+    for d in range(3):
+        h += extent[b, d] * abs(frame[a, 2, 0] * frame[b, d, 0] + frame[a, 2, 1] * frame[b, d, 1]
+                                + frame[a, 2, 2] * frame[b, d, 2])
+    if h >= exclude:
+        return -np.inf
+    return sigma[a] * (exclude * exclude - h * h) ** 0.5
 
 
 @njit(cache=True, inline="always")
@@ -289,97 +340,195 @@ def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
 
 
 @njit(cache=True, inline="always")
-def _search_pair(a, b, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                 reach, prim_start, prim_list, lo, hi, slots, counts):
-    """Every pair of a primitive of tile a and one of tile b (after it, if a == b) within
-    ``reach`` (m) and not excluded, into slots/counts at the smaller index."""
-    capacity = slots.shape[1]
-    reach_sq = reach * reach
-    for ip in range(prim_start[a], prim_start[a + 1]):
-        p = prim_list[ip]
-        a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-        outside = False
-        for d in range(3):  # p's box against b's box grown by the reach
-            low = min(x[a0, d], x[a1, d], x[a2, d])
-            high = max(x[a0, d], x[a1, d], x[a2, d])
-            if low > hi[b, d] + reach or high < lo[b, d] - reach:
-                outside = True
-        if outside:
+def _near_box(x, prims, p, lo, hi, t, reach):
+    """Whether primitive p's bounding box comes within ``reach`` (m) of tile t's box on
+    every axis."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    for d in range(3):
+        if (min(x[a0, d], x[a1, d], x[a2, d]) > hi[t, d] + reach
+                or max(x[a0, d], x[a1, d], x[a2, d]) < lo[t, d] - reach):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach_sq,
+               slots, counts):
+    """List the pair p, q (at the smaller index) if it is within sqrt(reach_sq) (m) and
+    not excluded."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    if a0 == a2 and b0 == b2:  # two spheres
+        gx = x[a0, 0] - x[b0, 0]
+        gy = x[a0, 1] - x[b0, 1]
+        gz = x[a0, 2] - x[b0, 2]
+    else:
+        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+        if wa0 < 0.0:
+            return  # a pair the pass does not test (see pair_weights)
+        gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
+    if gx * gx + gy * gy + gz * gz > reach_sq:
+        return
+    if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+        return
+    owner, other = (p, q) if p < q else (q, p)
+    found = counts[owner]
+    if found < slots.shape[1]:
+        slots[owner, found] = other
+    counts[owner] = found + 1
+
+
+@njit(cache=True, inline="always")
+def _residual(x, rest_x, prims, p, t, rest_mean, x_mean, stretch):
+    """Largest distance (m) of primitive p's particles from where tile t's map puts
+    them, |x_k - f_t(r_k)|."""
+    worst_sq = 0.0
+    for corner in range(3):
+        k = prims[p, corner]
+        qx = rest_x[k, 0] - rest_mean[t, 0]
+        qy = rest_x[k, 1] - rest_mean[t, 1]
+        qz = rest_x[k, 2] - rest_mean[t, 2]
+        ex = x[k, 0] - x_mean[t, 0] - (stretch[t, 0, 0] * qx + stretch[t, 0, 1] * qy + stretch[t, 0, 2] * qz)
+        ey = x[k, 1] - x_mean[t, 1] - (stretch[t, 1, 0] * qx + stretch[t, 1, 1] * qy + stretch[t, 1, 2] * qz)
+        ez = x[k, 2] - x_mean[t, 2] - (stretch[t, 2, 0] * qx + stretch[t, 2, 1] * qy + stretch[t, 2, 2] * qz)
+        worst_sq = max(worst_sq, ex * ex + ey * ey + ez * ez)
+    return worst_sq ** 0.5
+
+
+@njit(cache=True, inline="always")
+def _mark(t, other, base, x, rest_x, prims, reach, prim_start, prim_list, rest_mean,
+          x_mean, stretch, lo, hi, out):
+    """Per primitive of tile t (in tile order): -1 if its box is not within ``reach`` (m)
+    of tile ``other``'s box (t != other), else its residual under tile base's map (0
+    without a base); returns the largest."""
+    largest = -1.0
+    for k in range(prim_start[t + 1] - prim_start[t]):
+        p = prim_list[prim_start[t] + k]
+        if t != other and not _near_box(x, prims, p, lo, hi, other, reach):
+            out[k] = -1.0
             continue
-        sphere = a0 == a2
-        first = ip + 1 if a == b else prim_start[b]
-        for iq in range(first, prim_start[b + 1]):
-            q = prim_list[iq]
-            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-            if sphere and b0 == b2:
-                gx = x[a0, 0] - x[b0, 0]
-                gy = x[a0, 1] - x[b0, 1]
-                gz = x[a0, 2] - x[b0, 2]
+        out[k] = (_residual(x, rest_x, prims, p, base, rest_mean, x_mean, stretch)
+                  if base >= 0 else 0.0)
+        largest = max(largest, out[k])
+    return largest
+
+
+@njit(cache=True, inline="always")
+def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
+                 exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch, lo,
+                 hi, res_a, res_b, slots, counts):
+    """Every pair of a primitive of tile a and one of tile b (after it, if a == b) within
+    ``reach`` (m) and not excluded, into slots/counts. Paired are only the primitives
+    whose boxes come within reach of the other tile's box and, with a ``base`` tile
+    whose map keeps rest-distant points ``budget`` + reach apart (_reach_of_fit), the
+    pairs whose residuals under that map add up to the budget or more (the others are
+    farther apart than the reach)."""
+    reach_sq = reach * reach
+    largest_a = _mark(a, b, base, x, rest_x, prims, reach, prim_start, prim_list, rest_mean,
+                      x_mean, stretch, lo, hi, res_a)
+    if a == b:
+        largest_b = largest_a
+        res_b = res_a
+    else:
+        largest_b = _mark(b, a, base, x, rest_x, prims, reach, prim_start, prim_list,
+                          rest_mean, x_mean, stretch, lo, hi, res_b)
+    if largest_a < 0.0 or largest_b < 0.0 or largest_a + largest_b < budget:
+        return
+    first_b = prim_start[b]
+    for k in range(prim_start[a + 1] - prim_start[a]):
+        ea = res_a[k]
+        if ea < 0.0 or ea + largest_b < budget:
+            continue
+        p = prim_list[prim_start[a] + k]
+        for m in range(k + 1 if a == b else 0, prim_start[b + 1] - first_b):
+            eb = res_b[m]
+            if eb < 0.0 or ea + eb < budget:
+                continue
+            _test_pair(p, prim_list[first_b + m], x, prims, adj_start, adj_list, component,
+                       rest_x, exclude_sq, reach_sq, slots, counts)
+
+
+@njit(cache=True)
+def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
+    """Boxes (m) of the tree's nodes from the tiles' boxes lo, hi: the nodes are in
+    preorder, so going backwards meets the children before their parent."""
+    for node in range(node_tile.shape[0] - 1, -1, -1):
+        t = node_tile[node]
+        for d in range(3):
+            if t >= 0:
+                node_lo[node, d] = lo[t, d]
+                node_hi[node, d] = hi[t, d]
             else:
-                wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-                if wa0 < 0.0:
-                    continue  # a pair the pass does not test (see pair_weights)
-                gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
-                                          wb1, wb2)
-            if gx * gx + gy * gy + gz * gz > reach_sq:
-                continue
-            if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
-                continue
-            owner, other = (p, q) if p < q else (q, p)
-            found = counts[owner]
-            if found < capacity:
-                slots[owner, found] = other
-            counts[owner] = found + 1
+                node_lo[node, d] = min(node_lo[node_left[node], d], node_lo[node_right[node], d])
+                node_hi[node, d] = max(node_hi[node_left[node], d], node_hi[node_right[node], d])
 
 
 @njit(cache=True)
 def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-                prim_start, prim_list, tile_component, rest_mean, frame, extent, x_mean,
-                stretch, in_plane, rho, sigma, lo, hi, slots, counts):
+                prim_start, prim_list, part_start, part_list, tile_component, rest_mean,
+                frame, extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right, node_tile,
+                node_lo, node_hi, stack, res_a, res_b, slots, counts):
     """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
-    by fit_tiles (module docstring); returns (the largest count wanted (> S: redo with
-    more slots), tile pairs searched, tile pairs certified)."""
+    by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
+    against itself, and each pair of tiles whose boxes come within ``reach`` (m) is
+    certified or searched. Returns (the largest count wanted (> S: redo with more
+    slots), tile pairs searched, tile pairs certified)."""
     counts[:] = 0
-    n_tiles = lo.shape[0]
-    spread = np.zeros(3)
-    for d in range(3):
-        low, high = np.inf, -np.inf
-        for t in range(n_tiles):
-            low = min(low, lo[t, d])
-            high = max(high, hi[t, d])
-        spread[d] = high - low
-    axis = 0
-    for d in range(1, 3):
-        if spread[d] > spread[axis]:
-            axis = d
-    order = np.argsort(lo[:, axis])
     exclude = exclude_sq ** 0.5
     needed = reach * (1.0 + CERTIFY_MARGIN)
     searched = 0
     certified = 0
-    for ia in range(n_tiles):
-        a = order[ia]
-        limit = hi[a, axis] + reach
-        for ib in range(ia, n_tiles):
-            b = order[ib]
-            if lo[b, axis] > limit:
-                break
-            apart = False
+    stack[0, 0] = stack[0, 1] = 0  # the root against itself
+    top = 1
+    while top > 0:
+        top -= 1
+        i, j = stack[top, 0], stack[top, 1]
+        if i == j and node_tile[i] < 0:  # a node against itself: its children
+            left, right = node_left[i], node_right[i]
+            stack[top, 0], stack[top, 1] = left, left
+            stack[top + 1, 0], stack[top + 1, 1] = right, right
+            stack[top + 2, 0], stack[top + 2, 1] = left, right
+            top += 3
+            continue
+        apart = False
+        for d in range(3):
+            if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
+                apart = True
+        if apart:
+            continue
+        a, b = node_tile[i], node_tile[j]
+        if a < 0 or b < 0:  # open the node with the wider box (a leaf stays)
+            size_i = size_j = 0.0
             for d in range(3):
-                if lo[b, d] > hi[a, d] + reach or lo[a, d] > hi[b, d] + reach:
-                    apart = True
-            if apart:
-                continue
-            if tile_component[a] == tile_component[b] and (
-                    _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch,
-                                in_plane, rho, sigma) > needed
-                    or _separation(b, a, exclude, rest_mean, frame, extent, x_mean, stretch,
-                                   in_plane, rho, sigma) > needed):
-                certified += 1
-                continue
-            searched += 1
-            _search_pair(a, b, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                         reach, prim_start, prim_list, lo, hi, slots, counts)
+                size_i = max(size_i, node_hi[i, d] - node_lo[i, d])
+                size_j = max(size_j, node_hi[j, d] - node_lo[j, d])
+            if a < 0 and (b >= 0 or size_i >= size_j):
+                stack[top, 0], stack[top, 1] = node_left[i], j
+                stack[top + 1, 0], stack[top + 1, 1] = node_right[i], j
+            else:
+                stack[top, 0], stack[top, 1] = i, node_left[j]
+                stack[top + 1, 0], stack[top + 1, 1] = i, node_right[j]
+            top += 2
+            continue
+        if tile_component[a] == tile_component[b] and (
+                _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch,
+                            in_plane, rho, sigma) > needed
+                or _separation(b, a, exclude, rest_mean, frame, extent, x_mean, stretch,
+                               in_plane, rho, sigma) > needed
+):
+            certified += 1
+            continue
+        searched += 1
+        base, budget = -1, -np.inf
+        if tile_component[a] == tile_component[b]:
+            for t, other in ((a, b), (b, a)):
+                room = _reach_of_fit(t, other, exclude, rest_mean, frame, extent,
+                                     sigma) - needed
+                if room > budget:
+                    base, budget = t, room
+        _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
+                     exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch,
+                     lo, hi, res_a, res_b, slots, counts)
     largest = 0
     for p in range(counts.shape[0]):
         largest = max(largest, counts[p])
