@@ -211,8 +211,8 @@ class NeighbourList:
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
         self.largest_half = _largest_radius(x, p.prims)
         t = self.tiles
-        fit_tiles(x, p.rest_x, t.part_start, t.part_list, t.rest_mean, t.frame, t.inv_moment,
-                  t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi)
+        fit_tiles(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,
+                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi)
         refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
             largest, self.searched, self.certified = query_tiles(

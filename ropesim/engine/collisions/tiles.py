@@ -58,7 +58,8 @@ class Tiles:
     part_list: the particles of each tile's primitives; component (T,); rest_mean (T, 3)
     m; frame (T, 3, 3): rows u1, u2 (the rest plane) and the normal; extent (T, 3) m:
     half-sizes of the rest positions along the frame; inv_moment (T, 2) 1/m^2 (0 for a
-    tile without a rest plane). Per build: x_mean (T, 3) m, stretch A (T, 3, 3), its
+    tile without a rest plane); plane (M, 2) m: each member's rest offset along u1, u2.
+    Per build: x_mean (T, 3) m, stretch A (T, 3, 3), its
     in-plane columns A u (T, 2, 3), residual rho (T,) m, sigma (T,), box lo/hi (T, 3) m.
     """
 
@@ -71,6 +72,7 @@ class Tiles:
     frame: np.ndarray
     extent: np.ndarray
     inv_moment: np.ndarray
+    plane: np.ndarray
 
     def __post_init__(self) -> None:
         t = self.n_tiles
@@ -115,7 +117,7 @@ def build_tree(centres: np.ndarray):
     (left, right, leaf) per node in preorder (left/right -1 and leaf = the point for a
     leaf, leaf -1 otherwise) and the tree's depth."""
     left, right, leaf = [], [], []
-    todo = [(np.arange(centres.shape[0]), -1, 0)]  # (points, parent, 0 left / 1 right)
+    todo = [(np.arange(centres.shape[0]), -1, 0)] if centres.shape[0] else []  # (points, parent, 0 left / 1 right)
     depth = 0
     levels = [0]
     while todo:
@@ -178,30 +180,45 @@ def build_tiles(prims: Primitives) -> Tiles:
                  part_list=np.ascontiguousarray(part_list, dtype=np.int64),
                  component=np.ascontiguousarray(prims.component[p[prim_list[prim_start[:-1]], 0]]),
                  rest_mean=np.ascontiguousarray(rest_mean), frame=frame,
-                 extent=np.ascontiguousarray(extent), inv_moment=inv_moment)
+                 extent=np.ascontiguousarray(extent), inv_moment=inv_moment,
+                 plane=np.ascontiguousarray(np.einsum("kdj,kj->kd", frame[part_tile, :2], q)))
 
 
 @njit(cache=True)
-def fit_tiles(x, rest_x, part_start, part_list, rest_mean, frame, inv_moment, x_mean,
-              stretch, in_plane, rho, sigma, lo, hi):
+def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch, in_plane,
+              rho, sigma, lo, hi):
     """Per tile: the mean x_mean, the least-squares stretch A (x - x_mean ~ A (r -
     rest_mean), A normal = 0), its in-plane columns A u1, A u2, the largest residual rho
     (m), the smallest in-plane stretch sigma and the bounding box lo, hi (m) of its
-    particles at the positions x (m)."""
+    particles at the positions x (m). ``plane`` holds each member's rest offset in its
+    tile's plane (u1 . q, u2 . q); the offsets sum to 0, so A u_c = sum x (u_c . q) /
+    moment_c needs no mean first."""
     for t in range(part_start.shape[0] - 1):
         first, last = part_start[t], part_start[t + 1]
         mx = my = mz = 0.0
+        b00 = b01 = b02 = b10 = b11 = b12 = 0.0
         for d in range(3):
             lo[t, d] = np.inf
             hi[t, d] = -np.inf
         for m in range(first, last):
             i = part_list[m]
-            mx += x[i, 0]
-            my += x[i, 1]
-            mz += x[i, 2]
-            for d in range(3):
-                lo[t, d] = min(lo[t, d], x[i, d])
-                hi[t, d] = max(hi[t, d], x[i, d])
+            px, py, pz = x[i, 0], x[i, 1], x[i, 2]
+            mx += px
+            my += py
+            mz += pz
+            c0, c1 = plane[m, 0], plane[m, 1]
+            b00 += px * c0
+            b01 += py * c0
+            b02 += pz * c0
+            b10 += px * c1
+            b11 += py * c1
+            b12 += pz * c1
+            lo[t, 0] = min(lo[t, 0], px)
+            lo[t, 1] = min(lo[t, 1], py)
+            lo[t, 2] = min(lo[t, 2], pz)
+            hi[t, 0] = max(hi[t, 0], px)
+            hi[t, 1] = max(hi[t, 1], py)
+            hi[t, 2] = max(hi[t, 2], pz)
         inv = 1.0 / (last - first)
         mx *= inv
         my *= inv
@@ -213,22 +230,9 @@ def fit_tiles(x, rest_x, part_start, part_list, rest_mean, frame, inv_moment, x_
             rho[t] = np.inf
             sigma[t] = 0.0
             continue
-        # column c of M U^T: sum (x - x_mean) (u_c . q), c = 0, 1
-        b00 = b01 = b02 = b10 = b11 = b12 = 0.0
-        for m in range(first, last):
-            i = part_list[m]
-            qx = rest_x[i, 0] - rest_mean[t, 0]
-            qy = rest_x[i, 1] - rest_mean[t, 1]
-            qz = rest_x[i, 2] - rest_mean[t, 2]
-            s0 = (frame[t, 0, 0] * qx + frame[t, 0, 1] * qy + frame[t, 0, 2] * qz) * inv_moment[t, 0]
-            s1 = (frame[t, 1, 0] * qx + frame[t, 1, 1] * qy + frame[t, 1, 2] * qz) * inv_moment[t, 1]
-            ux, uy, uz = x[i, 0] - mx, x[i, 1] - my, x[i, 2] - mz
-            b00 += ux * s0
-            b01 += uy * s0
-            b02 += uz * s0
-            b10 += ux * s1
-            b11 += uy * s1
-            b12 += uz * s1
+        k0, k1 = inv_moment[t, 0], inv_moment[t, 1]
+        b00, b01, b02 = b00 * k0, b01 * k0, b02 * k0
+        b10, b11, b12 = b10 * k1, b11 * k1, b12 * k1
         in_plane[t, 0, 0], in_plane[t, 0, 1], in_plane[t, 0, 2] = b00, b01, b02
         in_plane[t, 1, 0], in_plane[t, 1, 1], in_plane[t, 1, 2] = b10, b11, b12
         for r in range(3):  # A = (A u1) u1^T + (A u2) u2^T
@@ -237,12 +241,10 @@ def fit_tiles(x, rest_x, part_start, part_list, rest_mean, frame, inv_moment, x_
         largest_sq = 0.0
         for m in range(first, last):
             i = part_list[m]
-            qx = rest_x[i, 0] - rest_mean[t, 0]
-            qy = rest_x[i, 1] - rest_mean[t, 1]
-            qz = rest_x[i, 2] - rest_mean[t, 2]
-            ex = x[i, 0] - mx - (stretch[t, 0, 0] * qx + stretch[t, 0, 1] * qy + stretch[t, 0, 2] * qz)
-            ey = x[i, 1] - my - (stretch[t, 1, 0] * qx + stretch[t, 1, 1] * qy + stretch[t, 1, 2] * qz)
-            ez = x[i, 2] - mz - (stretch[t, 2, 0] * qx + stretch[t, 2, 1] * qy + stretch[t, 2, 2] * qz)
+            c0, c1 = plane[m, 0], plane[m, 1]
+            ex = x[i, 0] - mx - b00 * c0 - b10 * c1
+            ey = x[i, 1] - my - b01 * c0 - b11 * c1
+            ez = x[i, 2] - mz - b02 * c0 - b12 * c1
             largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
         rho[t] = largest_sq ** 0.5
         g00 = b00 * b00 + b01 * b01 + b02 * b02
@@ -474,6 +476,8 @@ def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, re
     certified or searched. Returns (the largest count wanted (> S: redo with more
     slots), tile pairs searched, tile pairs certified)."""
     counts[:] = 0
+    if node_tile.shape[0] == 0:
+        return 0, 0, 0
     exclude = exclude_sq ** 0.5
     needed = reach * (1.0 + CERTIFY_MARGIN)
     searched = 0
