@@ -295,7 +295,8 @@ def test_neighbour_list_holds_every_pair_within_the_thickness_while_cloths_tumbl
 
 def folded_cloth(n=40, spacing=0.02):
     """An n x n cloth in the x-z plane folded in half over x: the right half turns over a
-    crease (a half circle) and lies on the left half at a gap of half the thickness."""
+    crease (a half circle) and lies on the left half at a gap of half the thickness; the
+    far quarter along z is pushed together to 0.35 of its length (a bunched-up cloth)."""
     sim = rs.Simulation(rs.cloth(n, n, spacing=spacing, plane="xz", pins="none"),
                         dt=1e-3, gravity=(0, 0, 0), self_collision=True)
     x = sim.positions.astype(np.float64)
@@ -308,6 +309,8 @@ def folded_cloth(n=40, spacing=0.02):
                       crease - (x[over, 0] - crease - math.pi * radius))
     x[over, 0] = folded
     x[over, 1] = np.where(on_arc, radius * (1 - np.cos(np.minimum(arc, math.pi))), 2 * radius)
+    bunch = x[:, 2].min() + 0.75 * np.ptp(x[:, 2])
+    x[:, 2] = np.where(x[:, 2] > bunch, bunch + 0.35 * (x[:, 2] - bunch), x[:, 2])
     sim.positions[:] = x
     return sim
 
@@ -325,7 +328,8 @@ def test_tile_search_of_a_folded_cloth_lists_exactly_the_brute_force_pairs():
     want = {tuple(pair) for pair in np.argwhere(near).tolist()}
     assert len(want) > 400  # the two layers touch all over
     assert listed_pairs(sim) == want
-    assert neighbours.certified > neighbours.searched > 0
+    # the tile pairs of the smooth, unbunched parts of each layer need no search
+    assert neighbours.searched > 0 and neighbours.certified > 0.3 * (neighbours.certified + neighbours.searched)
 
 
 # --- settings --------------------------------------------------------------------------------
