@@ -1,9 +1,9 @@
 """The cached candidate pairs of self-collision: a neighbour list with a skin.
 
-A build bins the primitives' centres in the spatial hash (hashing.py) with cells wide
-enough that every primitive within ``reach = thickness + skin`` (m, surface to
-surface) of another lies in one of its 27 neighbouring cells, then keeps, per
-primitive p, the primitives q > p that are within reach and not excluded:
+A build (tiles.py: rest-shape tiles fitted with affine maps, a tree over them, exact
+certificates for smooth tile pairs and a search of the others) keeps, per primitive p,
+the primitives q that are within ``reach = thickness + skin`` (m, surface to surface)
+and not excluded:
 
 * they share a particle, or a particle of one is joined by a spring to a particle of
   the other;

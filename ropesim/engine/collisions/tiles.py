@@ -220,12 +220,8 @@ def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretc
             hi[t, 1] = max(hi[t, 1], py)
             hi[t, 2] = max(hi[t, 2], pz)
         inv = 1.0 / (last - first)
-        mx *= inv
-        my *= inv
-        mz *= inv
-        x_mean[t, 0] = mx
-        x_mean[t, 1] = my
-        x_mean[t, 2] = mz
+        mx, my, mz = mx * inv, my * inv, mz * inv
+        x_mean[t, 0], x_mean[t, 1], x_mean[t, 2] = mx, my, mz
         if inv_moment[t, 0] == 0.0:
             rho[t] = np.inf
             sigma[t] = 0.0
