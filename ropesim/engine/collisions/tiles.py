@@ -342,6 +342,11 @@ def _near_box(x, prims, p, lo, hi, t, reach):
     """Whether primitive p's bounding box comes within ``reach`` (m) of tile t's box on
     every axis."""
     a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    if a0 == a2:  # a sphere: its particle
+        for d in range(3):
+            if x[a0, d] > hi[t, d] + reach or x[a0, d] < lo[t, d] - reach:
+                return False
+        return True
     for d in range(3):
         if (min(x[a0, d], x[a1, d], x[a2, d]) > hi[t, d] + reach
                 or max(x[a0, d], x[a1, d], x[a2, d]) < lo[t, d] - reach):
@@ -381,7 +386,8 @@ def _residual(x, rest_x, prims, p, t, rest_mean, x_mean, stretch):
     """Largest distance (m) of primitive p's particles from where tile t's map puts
     them, |x_k - f_t(r_k)|."""
     worst_sq = 0.0
-    for corner in range(3):
+    corners = 1 if prims[p, 0] == prims[p, 2] else 3  # a sphere: one particle
+    for corner in range(corners):
         k = prims[p, corner]
         qx = rest_x[k, 0] - rest_mean[t, 0]
         qy = rest_x[k, 1] - rest_mean[t, 1]
