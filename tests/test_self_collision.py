@@ -293,6 +293,45 @@ def test_neighbour_list_holds_every_pair_within_the_thickness_while_cloths_tumbl
     assert 1 < builds < 120  # rebuilt, but not every step
 
 
+def folded_cloth(n=40, spacing=0.02):
+    """An n x n cloth in the x-z plane folded in half over x: the right half turns over a
+    crease (a half circle) and lies on the left half at a gap of half the thickness; the
+    far quarter along z is pushed together to 0.35 of its length (a bunched-up cloth)."""
+    sim = rs.Simulation(rs.cloth(n, n, spacing=spacing, plane="xz", pins="none"),
+                        dt=1e-3, gravity=(0, 0, 0), self_collision=True)
+    x = sim.positions.astype(np.float64)
+    crease = 0.5 * (x[:, 0].min() + x[:, 0].max())
+    radius = 0.25 * sim.thickness
+    over = x[:, 0] > crease
+    arc = (x[over, 0] - crease) / radius
+    on_arc = arc <= math.pi
+    folded = np.where(on_arc, crease + radius * np.sin(np.minimum(arc, math.pi)),
+                      crease - (x[over, 0] - crease - math.pi * radius))
+    x[over, 0] = folded
+    x[over, 1] = np.where(on_arc, radius * (1 - np.cos(np.minimum(arc, math.pi))), 2 * radius)
+    bunch = x[:, 2].min() + 0.75 * np.ptp(x[:, 2])
+    x[:, 2] = np.where(x[:, 2] > bunch, bunch + 0.35 * (x[:, 2] - bunch), x[:, 2])
+    sim.positions[:] = x
+    return sim
+
+
+def test_tile_search_of_a_folded_cloth_lists_exactly_the_brute_force_pairs():
+    """The rest-shape tiles (collisions/tiles.py) settle most tile pairs by their affine
+    fits and search the rest; the list is still every non-excluded pair within reach."""
+    sim = folded_cloth()
+    neighbours = sim._self_collision.neighbours
+    neighbours.build(sim.positions, sim.thickness)
+    x = sim.positions.astype(np.float64)
+    gap = np.linalg.norm(x[:, None] - x[None], axis=2)
+    near = np.triu(gap <= neighbours.reach, 1) & ~excluded_particle_pairs(sim.system,
+                                                                          sim.thickness)
+    want = {tuple(pair) for pair in np.argwhere(near).tolist()}
+    assert len(want) > 400  # the two layers touch all over
+    assert listed_pairs(sim) == want
+    # the tile pairs of the smooth, unbunched parts of each layer need no search
+    assert neighbours.searched > 0 and neighbours.certified > 0.3 * (neighbours.certified + neighbours.searched)
+
+
 # --- settings --------------------------------------------------------------------------------
 def test_default_thickness_is_a_fraction_of_the_particle_spacing():
     assert default_thickness(rs.cloth(6, 6, spacing=0.05)) == pytest.approx(

@@ -1,6 +1,6 @@
-"""Self-collision of spring systems: primitives (spheres and rope capsules), a spatial
-hash built with a counting sort, a neighbour list with a skin, and the contact
-response (docs/collisions.md)."""
+"""Self-collision of spring systems: primitives (spheres and rope capsules), rest-shape
+tiles with affine-fit certificates (the search for the pairs), a neighbour list with a
+skin, and the contact response (docs/collisions.md)."""
 
 from .neighbours import EXCLUDE_FACTOR, SKIN_FACTOR, NeighbourList
 from .primitives import Primitives, build_primitives

@@ -1,9 +1,9 @@
 """The cached candidate pairs of self-collision: a neighbour list with a skin.
 
-A build bins the primitives' centres in the spatial hash (hashing.py) with cells wide
-enough that every primitive within ``reach = thickness + skin`` (m, surface to
-surface) of another lies in one of its 27 neighbouring cells, then keeps, per
-primitive p, the primitives q > p that are within reach and not excluded:
+A build (tiles.py: rest-shape tiles fitted with affine maps, a tree over them, exact
+certificates for smooth tile pairs and a search of the others) keeps, per primitive p,
+the primitives q that are within ``reach = thickness + skin`` (m, surface to surface)
+and not excluded:
 
 * they share a particle, or a particle of one is joined by a spring to a particle of
   the other;
@@ -30,15 +30,14 @@ thicker (up to MAX_SKIN_FACTOR).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ..parallel import Chooser
-from .geometry import bounding_ball, pair_weights, weighted_gap
-from .hashing import HALF_SHELL, bin_points, cell_hash, table_mask
+from .geometry import bounding_ball
+from .hashing import cell_hash, table_mask
 from .primitives import Primitives
+from .tiles import build_tiles, fit_tiles, query_tiles, refit_tree
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
 EXCLUDE_FACTOR = 3.0
@@ -51,8 +50,6 @@ MAX_SKIN_FACTOR = 2.0
 SHORT_LIVED = 2
 LONG_LIVED = 16
 SKIN_STEP = 1.4
-#: primitives from which the query may run in parallel (parallel.Chooser picks)
-PARALLEL_PRIMITIVES = 4096
 #: side of the cells of the local drift check, in thicknesses (at least)
 DRIFT_CELLS = 4.0
 #: candidate slots per primitive to start with (doubled when a build needs more)
@@ -64,138 +61,13 @@ SKIP_LOCAL_AFTER = 4
 PROBE_EVERY = 8
 
 
-@njit(cache=True, inline="always")
-def _joined(i, j, adj_start, adj_list):
-    if i == j:
-        return True
-    for u in range(adj_start[i], adj_start[i + 1]):
-        if adj_list[u] == j:
-            return True
-    return False
-
-
-@njit(cache=True, inline="always")
-def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
-    """Whether primitives p and q never repel (see the module docstring). The rest-shape
-    test goes first: it settles most candidates of a cloth without a scan of the springs."""
-    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-    if component[a0] == component[b0]:
-        if a0 == a2 and b0 == b2:  # two spheres: their particles' distance
-            gx, gy, gz = (rest_x[a0, 0] - rest_x[b0, 0], rest_x[a0, 1] - rest_x[b0, 1],
-                          rest_x[a0, 2] - rest_x[b0, 2])
-        else:
-            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
-            gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
-                                      wb1, wb2)
-        if gx * gx + gy * gy + gz * gz < exclude_sq:
-            return True
-    for i in range(3):
-        ai = prims[p, i]
-        if i > 0 and ai == prims[p, i - 1]:
-            continue  # a sphere's or capsule's repeated index
-        for j in range(3):
-            bj = prims[q, j]
-            if j > 0 and bj == prims[q, j - 1]:
-                continue
-            if _joined(ai, bj, adj_start, adj_list):
-                return True
-    return False
-
-
 @njit(cache=True)
-def _centres(x, prims, centres, half):
-    """Centres (P, 3) m and bounding radii (P,) m of the primitives (bounding_ball);
-    returns the largest radius."""
+def _largest_radius(x, prims):
+    """The largest bounding-ball radius (m) of the capsules and triangles (spheres: 0)."""
     largest = 0.0
     for p in range(prims.shape[0]):
-        cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
-        centres[p, 0] = cx
-        centres[p, 1] = cy
-        centres[p, 2] = cz
-        half[p] = radius
-        largest = max(largest, radius)
-    return largest
-
-
-@njit(cache=True, inline="always")
-def _query_one(e, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-               centres, half, cells, start, order, mask, shell, slots):
-    """Candidate partners of the primitive p = order[e] (the e-th in bucket order) in
-    its own cell after it and in the 13 half-shell cells, into slots[p] (as many as
-    fit); returns how many there are. centres, half and cells are in bucket order."""
-    p = order[e]
-    capacity = slots.shape[1]
-    reach_sq = reach * reach
-    found = 0
-    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-    sphere = a0 == a2
-    cx, cy, cz = centres[e, 0], centres[e, 1], centres[e, 2]
-    for c in range(shell.shape[0] + 1):
-        i, j, k = cells[e, 0], cells[e, 1], cells[e, 2]
-        if c > 0:
-            i += shell[c - 1, 0]
-            j += shell[c - 1, 1]
-            k += shell[c - 1, 2]
-        h = cell_hash(i, j, k, mask)
-        first = e + 1 if c == 0 else start[h]
-        for f in range(first, start[h + 1]):
-            if cells[f, 0] != i or cells[f, 1] != j or cells[f, 2] != k:
-                continue
-            bound = half[e] + half[f] + reach
-            dx = cx - centres[f, 0]
-            dy = cy - centres[f, 1]
-            dz = cz - centres[f, 2]
-            if dx * dx + dy * dy + dz * dz > bound * bound:
-                continue
-            q = order[f]
-            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-            if not (sphere and b0 == b2):  # two spheres: the centres' test was theirs
-                wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-                if wa0 < 0.0:
-                    continue  # a pair the pass does not test (see pair_weights)
-                gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
-                                          wb1, wb2)
-                if gx * gx + gy * gy + gz * gz > reach_sq:
-                    continue
-            if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
-                continue
-            if found < capacity:
-                slots[p, found] = q
-            found += 1
-    return found
-
-
-@njit(cache=True)
-def _query_serial(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                  reach, centres, half, cells, start, order, rank, mask, shell, slots,
-                  counts):
-    """Candidate pairs per primitive into slots (P, S) and counts (P,); returns the
-    largest count wanted (> S: the build must be redone with more slots). The primitives
-    go in index order (a system's neighbours in index are neighbours in space, so
-    consecutive queries read the same cells), each at its place rank[p] in bucket order."""
-    largest = 0
-    for p in range(prims.shape[0]):
-        found = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
-                           exclude_sq, reach, centres, half, cells, start, order, mask,
-                           shell, slots)
-        counts[p] = found
-        largest = max(largest, found)
-    return largest
-
-
-@njit(cache=True, parallel=True)
-def _query_parallel(x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                    reach, centres, half, cells, start, order, rank, mask, shell, slots,
-                    counts):
-    """_query_serial with the primitives in parallel (the same result)."""
-    for p in prange(prims.shape[0]):
-        counts[p] = _query_one(rank[p], x, prims, adj_start, adj_list, component, rest_x,
-                               exclude_sq, reach, centres, half, cells, start, order, mask,
-                               shell, slots)
-    largest = 0
-    for p in range(prims.shape[0]):
-        largest = max(largest, counts[p])
+        if prims[p, 0] != prims[p, 2]:
+            largest = max(largest, bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])[3])
     return largest
 
 
@@ -284,25 +156,14 @@ class NeighbourList:
     def __init__(self, prims: Primitives, n_particles: int):
         self.prims = prims
         n_prims = prims.prims.shape[0]
-        self.mask = table_mask(n_prims)
-        self.centres = np.zeros((n_prims, 3))
-        self.half = np.zeros(n_prims)
-        self.cells = np.zeros((n_prims, 3), np.int64)
-        self.keys = np.zeros(n_prims, np.int64)
-        self.start = np.zeros(self.mask + 2, np.int64)
-        self.cursor = np.zeros(self.mask + 1, np.int64)
-        self.order = np.zeros(n_prims, np.int64)
-        self.rank = np.zeros(n_prims, np.int64)
-        self.sorted_centres = np.zeros((n_prims, 3))
-        self.sorted_half = np.zeros(n_prims)
-        self.sorted_cells = np.zeros((n_prims, 3), np.int64)
+        self.tiles = build_tiles(prims)
         self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
         self.counts = np.zeros(n_prims, np.int32)
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
         self.reach = -1.0  # thickness + skin of the last build (m)
         self.builds = 0
-        self.chooser = Chooser()
+        self.searched = self.certified = 0  # tile pairs of the last build
         self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
         self.lived = 0  # updates since the last build
         self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_LOCAL_AFTER)
@@ -348,20 +209,18 @@ class NeighbourList:
         p = self.prims
         reach = (1.0 + self.skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
-        self.largest_half = _centres(x, p.prims, self.centres, self.half)
-        cell_size = 2.0 * self.largest_half + reach
-        bin_points(self.centres, self.half, cell_size, self.mask, self.cells, self.keys,
-                   self.start, self.cursor, self.order, self.rank, self.sorted_centres,
-                   self.sorted_half, self.sorted_cells)
+        self.largest_half = _largest_radius(x, p.prims)
+        t = self.tiles
+        fit_tiles(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,
+                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi)
+        refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
-            parallel = self.prims.prims.shape[0] >= PARALLEL_PRIMITIVES and self.chooser.parallel()
-            query = _query_parallel if parallel else _query_serial
-            began = time.perf_counter()
-            largest = query(x, p.prims, p.adj_start, p.adj_list, p.component,
-                            p.rest_x, exclude_sq, reach, self.sorted_centres,
-                            self.sorted_half, self.sorted_cells, self.start, self.order,
-                            self.rank, self.mask, HALF_SHELL, self.slots, self.counts)
-            self.chooser.record(parallel, began)
+            largest, self.searched, self.certified = query_tiles(
+                x, p.prims, p.adj_start, p.adj_list, p.component, p.rest_x, exclude_sq,
+                reach, t.prim_start, t.prim_list, t.part_start, t.part_list, t.component, t.rest_mean, t.frame,
+                t.extent, t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi,
+                t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi, t.stack,
+                t.res_a, t.res_b, self.slots, self.counts)
             if largest <= self.slots.shape[1]:
                 break
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)

@@ -1,0 +1,541 @@
+"""Rest-shape tiles: the search for the candidate pairs of self-collision (numba).
+
+The primitives are grouped once, by their place in the rest shape (the system's initial
+positions), into tiles: cubic rest cells of side TILE_SPACINGS particle spacings, one
+connected component per tile (a 4 x 4 patch of a cloth). On each build, every tile is
+fitted with the affine map that best carries its particles' rest positions r to their
+positions x now (least squares in the tile's rest plane),
+
+    x = f(r) + e,    f(r) = x_mean + A (r - r_mean),    |e| <= rho (the residual),
+
+and gets the bounding box of its particles. The tiles are swept along the axis of their
+widest spread; a pair of tiles whose boxes come within ``reach`` (m) is either
+
+* **certified**: two primitives of one component that do not repel by the rest-shape
+  exclusion are at least E = EXCLUDE_FACTOR x thickness apart in the rest shape, and for
+  r_i in tile a, r_j in tile b
+
+      |x_i - x_j| >= sigma_a sqrt(E^2 - h^2) - rho_a - rho_b - mu_ab,
+
+  with sigma_a the smallest stretch of A_a in its rest plane, h a bound of the component
+  of r_i - r_j normal to that plane (the tiles' rest thickness) and mu_ab a bound of
+  |f_a - f_b| over tile b's rest box (how far b is from where a's map puts it). When that
+  bound is above the reach (with a's map or b's), no pair of the two tiles can be in the
+  list: a smooth part of a cloth is settled without a look at its particles;
+* or searched by brute force, primitive against primitive (box, distance and the
+  exclusion tests of the neighbour list): folds, layers, other components, ropes.
+
+The bound is exact (points of capsules and triangles are convex combinations of their
+particles, so they obey it too), so the list holds the same pairs as a test of every
+pair. A rope or a network whose tile has no rest plane is never certified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .geometry import pair_weights, weighted_gap
+from .primitives import Primitives
+
+#: tile side (rest shape) in particle spacings (the median over particles of their
+#: shortest spring's rest length)
+TILE_SPACINGS = 4.0
+#: a tile is planar (can be certified) when the second moment of its rest positions along
+#: the second axis is above this fraction of the first
+PLANAR_RATIO = 1e-6
+#: relative margin on the certificate (float rounding of the fits)
+CERTIFY_MARGIN = 1e-6
+
+
+@dataclass
+class Tiles:
+    """Tiles of a Primitives set: the static part (rest shape) and the per-build fits.
+
+    prim_start (T+1,), prim_list (P,): the primitives tile by tile; part_start (T+1,),
+    part_list: the particles of each tile's primitives; component (T,); rest_mean (T, 3)
+    m; frame (T, 3, 3): rows u1, u2 (the rest plane) and the normal; extent (T, 3) m:
+    half-sizes of the rest positions along the frame; inv_moment (T, 2) 1/m^2 (0 for a
+    tile without a rest plane); plane (M, 2) m: each member's rest offset along u1, u2.
+    Per build: x_mean (T, 3) m, stretch A (T, 3, 3), its
+    in-plane columns A u (T, 2, 3), residual rho (T,) m, sigma (T,), box lo/hi (T, 3) m.
+    """
+
+    prim_start: np.ndarray
+    prim_list: np.ndarray
+    part_start: np.ndarray
+    part_list: np.ndarray
+    component: np.ndarray
+    rest_mean: np.ndarray
+    frame: np.ndarray
+    extent: np.ndarray
+    inv_moment: np.ndarray
+    plane: np.ndarray
+
+    def __post_init__(self) -> None:
+        t = self.n_tiles
+        self.x_mean = np.zeros((t, 3))
+        self.stretch = np.zeros((t, 3, 3))
+        self.in_plane = np.zeros((t, 2, 3))
+        self.rho = np.zeros(t)
+        self.sigma = np.zeros(t)
+        self.lo = np.zeros((t, 3))
+        self.hi = np.zeros((t, 3))
+        self.node_left, self.node_right, self.node_tile, depth = build_tree(self.rest_mean)
+        self.node_lo = np.zeros((self.node_tile.size, 3))
+        self.node_hi = np.zeros((self.node_tile.size, 3))
+        # the walk pops one pair and pushes at most three: 2 more per level
+        self.stack = np.zeros((2 * depth + 8, 2), np.int64)
+        sizes = np.diff(self.prim_start)
+        # scratch: residuals of the primitives of the two tiles of a searched pair
+        self.res_a = np.zeros(int(sizes.max()) if sizes.size else 0)
+        self.res_b = np.zeros_like(self.res_a)
+
+    @property
+    def n_tiles(self) -> int:
+        return self.component.shape[0]
+
+
+def particle_spacing(rest_x: np.ndarray, adj_start: np.ndarray, adj_list: np.ndarray) -> float:
+    """Median over particles with springs of their shortest spring's length in the rest
+    shape (m); 1 % of the bounding-box diagonal (at least 1e-6 m) without springs."""
+    n = rest_x.shape[0]
+    owner = np.repeat(np.arange(n), np.diff(adj_start))
+    lengths = np.linalg.norm(rest_x[owner] - rest_x[adj_list], axis=1)
+    shortest = np.full(n, np.inf)
+    np.minimum.at(shortest, owner, lengths)
+    shortest = shortest[np.isfinite(shortest) & (shortest > 0)]
+    if shortest.size:
+        return float(np.median(shortest))
+    return max(0.01 * float(np.linalg.norm(np.ptp(rest_x, axis=0))), 1e-6)
+
+
+def build_tree(centres: np.ndarray):
+    """A binary tree over points (T, 3) m, split at the median of the widest axis:
+    (left, right, leaf) per node in preorder (left/right -1 and leaf = the point for a
+    leaf, leaf -1 otherwise) and the tree's depth."""
+    left, right, leaf = [], [], []
+    todo = [(np.arange(centres.shape[0]), -1, 0)] if centres.shape[0] else []  # (points, parent, 0 left / 1 right)
+    depth = 0
+    levels = [0]
+    while todo:
+        ids, parent, side = todo.pop()
+        node = len(leaf)
+        level = levels.pop()
+        depth = max(depth, level)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = node
+        left.append(-1)
+        right.append(-1)
+        if ids.size == 1:
+            leaf.append(int(ids[0]))
+            continue
+        leaf.append(-1)
+        span = np.ptp(centres[ids], axis=0)
+        ranked = ids[np.argsort(centres[ids, int(np.argmax(span))], kind="stable")]
+        half = ranked.size // 2
+        todo.append((ranked[half:], node, 1))  # popped after the left one: preorder
+        levels.append(level + 1)
+        todo.append((ranked[:half], node, 0))
+        levels.append(level + 1)
+    return (np.array(left, np.int64), np.array(right, np.int64), np.array(leaf, np.int64),
+            depth)
+
+
+def build_tiles(prims: Primitives) -> Tiles:
+    """Group the primitives into rest-shape tiles (see the module docstring)."""
+    rest = prims.rest_x
+    n = rest.shape[0]
+    side = TILE_SPACINGS * particle_spacing(rest, prims.adj_start, prims.adj_list)
+    p = prims.prims.astype(np.int64)
+    centre = rest[p].mean(axis=1)
+    keys = np.column_stack([prims.component[p[:, 0]], np.floor((centre - rest.min(axis=0)) / side).astype(np.int64)])
+    _, tile_of = np.unique(keys, axis=0, return_inverse=True)
+    tile_of = tile_of.ravel()
+    n_tiles = int(tile_of.max()) + 1 if tile_of.size else 0
+    prim_list = np.argsort(tile_of, kind="stable").astype(np.int64)
+    prim_start = np.zeros(n_tiles + 1, np.int64)
+    np.cumsum(np.bincount(tile_of, minlength=n_tiles), out=prim_start[1:])
+    members = np.unique(np.repeat(tile_of, 3) * n + p.ravel())
+    part_tile, part_list = np.divmod(members, n)
+    counts = np.bincount(part_tile, minlength=n_tiles)
+    part_start = np.zeros(n_tiles + 1, np.int64)
+    np.cumsum(counts, out=part_start[1:])
+    r = rest[part_list]
+    rest_mean = np.add.reduceat(r, part_start[:-1], axis=0) / counts[:, None]
+    q = r - rest_mean[part_tile]
+    moment = np.add.reduceat(q[:, :, None] * q[:, None, :], part_start[:-1], axis=0)
+    values, vectors = np.linalg.eigh(moment)  # ascending
+    frame = np.ascontiguousarray(np.stack([vectors[:, :, 2], vectors[:, :, 1],
+                                           vectors[:, :, 0]], axis=1))
+    offsets = np.abs(np.einsum("kdj,kj->kd", frame[part_tile], q))
+    extent = np.maximum.reduceat(offsets, part_start[:-1], axis=0)
+    planar = (counts >= 3) & (values[:, 1] > PLANAR_RATIO * values[:, 2]) & (values[:, 2] > 0)
+    inv_moment = np.zeros((n_tiles, 2))
+    inv_moment[planar, 0] = 1.0 / values[planar, 2]
+    inv_moment[planar, 1] = 1.0 / values[planar, 1]
+    return Tiles(prim_start=prim_start, prim_list=prim_list, part_start=part_start,
+                 part_list=np.ascontiguousarray(part_list, dtype=np.int64),
+                 component=np.ascontiguousarray(prims.component[p[prim_list[prim_start[:-1]], 0]]),
+                 rest_mean=np.ascontiguousarray(rest_mean), frame=frame,
+                 extent=np.ascontiguousarray(extent), inv_moment=inv_moment,
+                 plane=np.ascontiguousarray(np.einsum("kdj,kj->kd", frame[part_tile, :2], q)))
+
+
+@njit(cache=True)
+def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch, in_plane,
+              rho, sigma, lo, hi):
+    """Per tile: the mean x_mean, the least-squares stretch A (x - x_mean ~ A (r -
+    rest_mean), A normal = 0), its in-plane columns A u1, A u2, the largest residual rho
+    (m), the smallest in-plane stretch sigma and the bounding box lo, hi (m) of its
+    particles at the positions x (m). ``plane`` holds each member's rest offset in its
+    tile's plane (u1 . q, u2 . q); the offsets sum to 0, so A u_c = sum x (u_c . q) /
+    moment_c needs no mean first."""
+    for t in range(part_start.shape[0] - 1):
+        first, last = part_start[t], part_start[t + 1]
+        mx = my = mz = 0.0
+        b00 = b01 = b02 = b10 = b11 = b12 = 0.0
+        for d in range(3):
+            lo[t, d] = np.inf
+            hi[t, d] = -np.inf
+        for m in range(first, last):
+            i = part_list[m]
+            px, py, pz = x[i, 0], x[i, 1], x[i, 2]
+            mx += px
+            my += py
+            mz += pz
+            c0, c1 = plane[m, 0], plane[m, 1]
+            b00 += px * c0
+            b01 += py * c0
+            b02 += pz * c0
+            b10 += px * c1
+            b11 += py * c1
+            b12 += pz * c1
+            lo[t, 0] = min(lo[t, 0], px)
+            lo[t, 1] = min(lo[t, 1], py)
+            lo[t, 2] = min(lo[t, 2], pz)
+            hi[t, 0] = max(hi[t, 0], px)
+            hi[t, 1] = max(hi[t, 1], py)
+            hi[t, 2] = max(hi[t, 2], pz)
+        inv = 1.0 / (last - first)
+        mx, my, mz = mx * inv, my * inv, mz * inv
+        x_mean[t, 0], x_mean[t, 1], x_mean[t, 2] = mx, my, mz
+        if inv_moment[t, 0] == 0.0:
+            rho[t] = np.inf
+            sigma[t] = 0.0
+            continue
+        k0, k1 = inv_moment[t, 0], inv_moment[t, 1]
+        b00, b01, b02 = b00 * k0, b01 * k0, b02 * k0
+        b10, b11, b12 = b10 * k1, b11 * k1, b12 * k1
+        in_plane[t, 0, 0], in_plane[t, 0, 1], in_plane[t, 0, 2] = b00, b01, b02
+        in_plane[t, 1, 0], in_plane[t, 1, 1], in_plane[t, 1, 2] = b10, b11, b12
+        for r in range(3):  # A = (A u1) u1^T + (A u2) u2^T
+            for c in range(3):
+                stretch[t, r, c] = in_plane[t, 0, r] * frame[t, 0, c] + in_plane[t, 1, r] * frame[t, 1, c]
+        largest_sq = 0.0
+        for m in range(first, last):
+            i = part_list[m]
+            c0, c1 = plane[m, 0], plane[m, 1]
+            ex = x[i, 0] - mx - b00 * c0 - b10 * c1
+            ey = x[i, 1] - my - b01 * c0 - b11 * c1
+            ez = x[i, 2] - mz - b02 * c0 - b12 * c1
+            largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
+        rho[t] = largest_sq ** 0.5
+        g00 = b00 * b00 + b01 * b01 + b02 * b02
+        g01 = b00 * b10 + b01 * b11 + b02 * b12
+        g11 = b10 * b10 + b11 * b11 + b12 * b12
+        half_trace = 0.5 * (g00 + g11)
+        smallest = half_trace - ((0.5 * (g00 - g11)) ** 2 + g01 * g01) ** 0.5
+        sigma[t] = max(smallest, 0.0) ** 0.5
+
+
+@njit(cache=True, inline="always")
+def _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch, in_plane, rho,
+                sigma):
+    """Lower bound (m) of the distance now between a point of tile a and one of tile b
+    at least ``exclude`` (m) apart in the rest shape, from tile a's fit (module
+    docstring); -inf when the bound says nothing."""
+    dx = rest_mean[b, 0] - rest_mean[a, 0]
+    dy = rest_mean[b, 1] - rest_mean[a, 1]
+    dz = rest_mean[b, 2] - rest_mean[a, 2]
+    # mu: |f_a - f_b| over b's rest box, g0 at its centre plus the box's half-sizes
+    gx = x_mean[a, 0] - x_mean[b, 0] + stretch[a, 0, 0] * dx + stretch[a, 0, 1] * dy + stretch[a, 0, 2] * dz
+    gy = x_mean[a, 1] - x_mean[b, 1] + stretch[a, 1, 0] * dx + stretch[a, 1, 1] * dy + stretch[a, 1, 2] * dz
+    gz = x_mean[a, 2] - x_mean[b, 2] + stretch[a, 2, 0] * dx + stretch[a, 2, 1] * dy + stretch[a, 2, 2] * dz
+    mu = (gx * gx + gy * gy + gz * gz) ** 0.5
+    for d in range(3):
+        fx, fy, fz = frame[b, d, 0], frame[b, d, 1], frame[b, d, 2]
+        cx = stretch[a, 0, 0] * fx + stretch[a, 0, 1] * fy + stretch[a, 0, 2] * fz
+        cy = stretch[a, 1, 0] * fx + stretch[a, 1, 1] * fy + stretch[a, 1, 2] * fz
+        cz = stretch[a, 2, 0] * fx + stretch[a, 2, 1] * fy + stretch[a, 2, 2] * fz
+        if d < 2:  # f_b's own column (its normal column is 0)
+            cx -= in_plane[b, d, 0]
+            cy -= in_plane[b, d, 1]
+            cz -= in_plane[b, d, 2]
+        mu += extent[b, d] * (cx * cx + cy * cy + cz * cz) ** 0.5
+    return _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma) - rho[a] - rho[b] - mu
+
+
+@njit(cache=True, inline="always")
+def _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma):
+    """sigma_a sqrt(E^2 - h^2) (m): the distance tile a's map keeps between a point of
+    tile a and one of tile b at least E = ``exclude`` apart in the rest shape, before the
+    residuals; -inf when it says nothing."""
+    if sigma[a] <= 0.0:
+        return -np.inf
+    dx = rest_mean[b, 0] - rest_mean[a, 0]
+    dy = rest_mean[b, 1] - rest_mean[a, 1]
+    dz = rest_mean[b, 2] - rest_mean[a, 2]
+    h = extent[a, 2] + abs(frame[a, 2, 0] * dx + frame[a, 2, 1] * dy + frame[a, 2, 2] * dz)
+    for d in range(3):
+        h += extent[b, d] * abs(frame[a, 2, 0] * frame[b, d, 0] + frame[a, 2, 1] * frame[b, d, 1]
+                                + frame[a, 2, 2] * frame[b, d, 2])
+    if h >= exclude:
+        return -np.inf
+    return sigma[a] * (exclude * exclude - h * h) ** 0.5
+
+
+@njit(cache=True, inline="always")
+def _joined(i, j, adj_start, adj_list):
+    if i == j:
+        return True
+    for u in range(adj_start[i], adj_start[i + 1]):
+        if adj_list[u] == j:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+    """Whether primitives p and q never repel (neighbours.py's module docstring). The
+    rest-shape test goes first: it settles most candidates of a cloth without a scan of
+    the springs."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    if component[a0] == component[b0]:
+        if a0 == a2 and b0 == b2:  # two spheres: their particles' distance
+            gx, gy, gz = (rest_x[a0, 0] - rest_x[b0, 0], rest_x[a0, 1] - rest_x[b0, 1],
+                          rest_x[a0, 2] - rest_x[b0, 2])
+        else:
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
+            gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                      wb1, wb2)
+        if gx * gx + gy * gy + gz * gz < exclude_sq:
+            return True
+    for i in range(3):
+        ai = prims[p, i]
+        if i > 0 and ai == prims[p, i - 1]:
+            continue  # a sphere's or capsule's repeated index
+        for j in range(3):
+            bj = prims[q, j]
+            if j > 0 and bj == prims[q, j - 1]:
+                continue
+            if _joined(ai, bj, adj_start, adj_list):
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _near_box(x, prims, p, lo, hi, t, reach):
+    """Whether primitive p's bounding box comes within ``reach`` (m) of tile t's box on
+    every axis."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    if a0 == a2:  # a sphere: its particle
+        for d in range(3):
+            if x[a0, d] > hi[t, d] + reach or x[a0, d] < lo[t, d] - reach:
+                return False
+        return True
+    for d in range(3):
+        if (min(x[a0, d], x[a1, d], x[a2, d]) > hi[t, d] + reach
+                or max(x[a0, d], x[a1, d], x[a2, d]) < lo[t, d] - reach):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach_sq,
+               slots, counts):
+    """List the pair p, q (at the smaller index) if it is within sqrt(reach_sq) (m) and
+    not excluded."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    if a0 == a2 and b0 == b2:  # two spheres
+        gx = x[a0, 0] - x[b0, 0]
+        gy = x[a0, 1] - x[b0, 1]
+        gz = x[a0, 2] - x[b0, 2]
+    else:
+        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+        if wa0 < 0.0:
+            return  # a pair the pass does not test (see pair_weights)
+        gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
+    if gx * gx + gy * gy + gz * gz > reach_sq:
+        return
+    if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+        return
+    owner, other = (p, q) if p < q else (q, p)
+    found = counts[owner]
+    if found < slots.shape[1]:
+        slots[owner, found] = other
+    counts[owner] = found + 1
+
+
+@njit(cache=True, inline="always")
+def _residual(x, rest_x, prims, p, t, rest_mean, x_mean, stretch):
+    """Largest distance (m) of primitive p's particles from where tile t's map puts
+    them, |x_k - f_t(r_k)|."""
+    worst_sq = 0.0
+    corners = 1 if prims[p, 0] == prims[p, 2] else 3  # a sphere: one particle
+    for corner in range(corners):
+        k = prims[p, corner]
+        qx = rest_x[k, 0] - rest_mean[t, 0]
+        qy = rest_x[k, 1] - rest_mean[t, 1]
+        qz = rest_x[k, 2] - rest_mean[t, 2]
+        ex = x[k, 0] - x_mean[t, 0] - (stretch[t, 0, 0] * qx + stretch[t, 0, 1] * qy + stretch[t, 0, 2] * qz)
+        ey = x[k, 1] - x_mean[t, 1] - (stretch[t, 1, 0] * qx + stretch[t, 1, 1] * qy + stretch[t, 1, 2] * qz)
+        ez = x[k, 2] - x_mean[t, 2] - (stretch[t, 2, 0] * qx + stretch[t, 2, 1] * qy + stretch[t, 2, 2] * qz)
+        worst_sq = max(worst_sq, ex * ex + ey * ey + ez * ez)
+    return worst_sq ** 0.5
+
+
+@njit(cache=True, inline="always")
+def _mark(t, other, base, x, rest_x, prims, reach, prim_start, prim_list, rest_mean,
+          x_mean, stretch, lo, hi, out):
+    """Per primitive of tile t (in tile order): -1 if its box is not within ``reach`` (m)
+    of tile ``other``'s box (t != other), else its residual under tile base's map (0
+    without a base); returns the largest."""
+    largest = -1.0
+    for k in range(prim_start[t + 1] - prim_start[t]):
+        p = prim_list[prim_start[t] + k]
+        if t != other and not _near_box(x, prims, p, lo, hi, other, reach):
+            out[k] = -1.0
+            continue
+        out[k] = (_residual(x, rest_x, prims, p, base, rest_mean, x_mean, stretch)
+                  if base >= 0 else 0.0)
+        largest = max(largest, out[k])
+    return largest
+
+
+@njit(cache=True, inline="always")
+def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
+                 exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch, lo,
+                 hi, res_a, res_b, slots, counts):
+    """Every pair of a primitive of tile a and one of tile b (after it, if a == b) within
+    ``reach`` (m) and not excluded, into slots/counts. Paired are only the primitives
+    whose boxes come within reach of the other tile's box and, with a ``base`` tile
+    whose map keeps rest-distant points ``budget`` + reach apart (_reach_of_fit), the
+    pairs whose residuals under that map add up to the budget or more (the others are
+    farther apart than the reach)."""
+    reach_sq = reach * reach
+    largest_a = _mark(a, b, base, x, rest_x, prims, reach, prim_start, prim_list, rest_mean,
+                      x_mean, stretch, lo, hi, res_a)
+    if a == b:
+        largest_b = largest_a
+        res_b = res_a
+    else:
+        largest_b = _mark(b, a, base, x, rest_x, prims, reach, prim_start, prim_list,
+                          rest_mean, x_mean, stretch, lo, hi, res_b)
+    if largest_a < 0.0 or largest_b < 0.0 or largest_a + largest_b < budget:
+        return
+    first_b = prim_start[b]
+    for k in range(prim_start[a + 1] - prim_start[a]):
+        ea = res_a[k]
+        if ea < 0.0 or ea + largest_b < budget:
+            continue
+        p = prim_list[prim_start[a] + k]
+        for m in range(k + 1 if a == b else 0, prim_start[b + 1] - first_b):
+            eb = res_b[m]
+            if eb < 0.0 or ea + eb < budget:
+                continue
+            _test_pair(p, prim_list[first_b + m], x, prims, adj_start, adj_list, component,
+                       rest_x, exclude_sq, reach_sq, slots, counts)
+
+
+@njit(cache=True)
+def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
+    """Boxes (m) of the tree's nodes from the tiles' boxes lo, hi: the nodes are in
+    preorder, so going backwards meets the children before their parent."""
+    for node in range(node_tile.shape[0] - 1, -1, -1):
+        t = node_tile[node]
+        for d in range(3):
+            if t >= 0:
+                node_lo[node, d] = lo[t, d]
+                node_hi[node, d] = hi[t, d]
+            else:
+                node_lo[node, d] = min(node_lo[node_left[node], d], node_lo[node_right[node], d])
+                node_hi[node, d] = max(node_hi[node_left[node], d], node_hi[node_right[node], d])
+
+
+@njit(cache=True)
+def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
+                prim_start, prim_list, part_start, part_list, tile_component, rest_mean,
+                frame, extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right, node_tile,
+                node_lo, node_hi, stack, res_a, res_b, slots, counts):
+    """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
+    by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
+    against itself, and each pair of tiles whose boxes come within ``reach`` (m) is
+    certified or searched. Returns (the largest count wanted (> S: redo with more
+    slots), tile pairs searched, tile pairs certified)."""
+    counts[:] = 0
+    if node_tile.shape[0] == 0:
+        return 0, 0, 0
+    exclude = exclude_sq ** 0.5
+    needed = reach * (1.0 + CERTIFY_MARGIN)
+    searched = 0
+    certified = 0
+    stack[0, 0] = stack[0, 1] = 0  # the root against itself
+    top = 1
+    while top > 0:
+        top -= 1
+        i, j = stack[top, 0], stack[top, 1]
+        if i == j and node_tile[i] < 0:  # a node against itself: its children
+            left, right = node_left[i], node_right[i]
+            stack[top, 0], stack[top, 1] = left, left
+            stack[top + 1, 0], stack[top + 1, 1] = right, right
+            stack[top + 2, 0], stack[top + 2, 1] = left, right
+            top += 3
+            continue
+        apart = False
+        for d in range(3):
+            if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
+                apart = True
+        if apart:
+            continue
+        a, b = node_tile[i], node_tile[j]
+        if a < 0 or b < 0:  # open the node with the wider box (a leaf stays)
+            size_i = size_j = 0.0
+            for d in range(3):
+                size_i = max(size_i, node_hi[i, d] - node_lo[i, d])
+                size_j = max(size_j, node_hi[j, d] - node_lo[j, d])
+            if a < 0 and (b >= 0 or size_i >= size_j):
+                stack[top, 0], stack[top, 1] = node_left[i], j
+                stack[top + 1, 0], stack[top + 1, 1] = node_right[i], j
+            else:
+                stack[top, 0], stack[top, 1] = i, node_left[j]
+                stack[top + 1, 0], stack[top + 1, 1] = i, node_right[j]
+            top += 2
+            continue
+        if tile_component[a] == tile_component[b] and (
+                _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch,
+                            in_plane, rho, sigma) > needed
+                or _separation(b, a, exclude, rest_mean, frame, extent, x_mean, stretch,
+                               in_plane, rho, sigma) > needed
+):
+            certified += 1
+            continue
+        searched += 1
+        base, budget = -1, -np.inf
+        if tile_component[a] == tile_component[b]:
+            for t, other in ((a, b), (b, a)):
+                room = _reach_of_fit(t, other, exclude, rest_mean, frame, extent,
+                                     sigma) - needed
+                if room > budget:
+                    base, budget = t, room
+        _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
+                     exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch,
+                     lo, hi, res_a, res_b, slots, counts)
+    largest = 0
+    for p in range(counts.shape[0]):
+        largest = max(largest, counts[p])
+    return largest, searched, certified
