@@ -204,7 +204,6 @@ def bench_side_by_side(baseline: str, sizes, rounds, steps, budget) -> dict:
 
 def side_by_side_section(data, add) -> None:
     sbs = data["side_by_side"]
-    res = sbs["results"]
     add(f"`--baseline {os.path.relpath(sbs['baseline'], ROOT)}` (commit {sbs['commit'] or '?'}), "
         "measured in the same run: each figure is the median over the rounds, the two "
         "checkouts alternating process by process (each runs its own benchmark worker). "
@@ -212,6 +211,7 @@ def side_by_side_section(data, add) -> None:
     add("")
     add("| workload | this checkout | baseline | ratio |")
     add("|---|---:|---:|---:|")
+    res = sbs["results"]
     for n in sbs["sizes"]:
         ours, theirs = (median(res.get((w, f"explicit {n}"), [])) for w in ("this", "baseline"))
         ratio = f"**{ours / theirs:.2f}x**" if ours and theirs else "–"
