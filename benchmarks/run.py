@@ -388,9 +388,9 @@ def preamble(data) -> str:
     return "\n".join(lines) + "\n"
 
 
-HOW = """- **Structured-grid kernel** (integrators.py `_grid_band`, forces.py row kernels). A cloth
+HOW = """- **Structured-grid kernel** (ropesim/engine/kernels/sweeps.py `_grid_band`). A cloth
   whose springs come in blocks of one neighbour offset each, listed row by row (every
-  `builders.cloth`, and this workload), is recognised once (forces.py `grid_layout`); no
+  `builders.cloth`, and this workload), is recognised once (kernels/grid.py `grid_layout`); no
   spring index is read after that. The grid is swept row by row: each row of positions and
   velocities is copied once into a small structure-of-arrays window (3 rows), the springs of
   a row are evaluated on contiguous rows of that window (AVX-512 SIMD, float32 stays float32,
@@ -607,7 +607,8 @@ def implicit_section(data, add) -> None:
             "smaller stiff cloth for both implicit integrators); 1e-6 buys digits the "
             "integrator does not have.")
         add("")
-    add("How the step is solved (solvers.py, integrators.py `_GridImplicit`): the exact "
+    add("How the step is solved (ropesim/engine/integrators/theta.py `_GridImplicit`, "
+        "linalg/multigrid.py, kernels/grid_implicit.py): the exact "
         "spring Jacobian first, the clamped one (transverse term of compressed springs "
         "dropped) when CG meets non-positive curvature; flexible CG in float64, "
         "preconditioned by aggregation multigrid in float32 (2 x 2 aggregates, Galerkin "
