@@ -70,7 +70,7 @@ def merge_page(
     ``order``: the titles of every section run.py can generate, in its order; a generated
     section whose title is not in ``order`` raises ValueError (its place would be unknown).
     ``replace_preamble``: take the generated preamble (title, recipe, machine) instead of
-    the page's own.
+    the page's own (a page without one always takes the generated one).
     """
     old_preamble, old = split_page(existing)
     new_preamble, new = split_page(generated)
@@ -87,7 +87,7 @@ def merge_page(
         if any(s.title == section.title for s in merged):
             continue
         merged.insert(_place(merged, rank, rank[section.title]), section)
-    preamble = new_preamble if replace_preamble or not old else old_preamble
+    preamble = old_preamble if old_preamble.strip() and not replace_preamble else new_preamble
     return preamble + "".join(
         s.text if i + 1 == len(merged) or s.text.endswith("\n\n") else s.text + "\n"
         for i, s in enumerate(merged)
