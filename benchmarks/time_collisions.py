@@ -19,7 +19,6 @@ The machine is shared: compare the ratios of one run, not absolute figures.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ropesim as rs  # noqa: E402
 from ropesim.engine.collisions import EXCLUDE_FACTOR  # noqa: E402
 from peers_collision import WarpHashGridPass  # noqa: E402
+from tables import print_table, sizes_parser  # noqa: E402
 from workload import DT, GRAVITY, cloth_arrays, cloth_system  # noqa: E402
 
 WARM_UP_S = 0.5  # simulated seconds before timing: the cloth has swung down and bunched
@@ -103,20 +103,19 @@ def run(n: int, rounds: int) -> dict:
     }
 
 
+def row(n: int, rounds: int) -> list[str]:
+    r = run(n, rounds)
+    return [f"{n}", f"{n * n:,}", f"{r['steps_off']:,.0f}", f"{r['steps_on']:,.0f}",
+            f"{r['steps_on'] / r['steps_off']:.2f}", f"{r['ours_ms']:.3f}",
+            f"{r['warp_ms']:.3f}", f"**{r['warp_ms'] / r['ours_ms']:.2f}x**",
+            f"{r['rebuilds']:.2f}"]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 128, 256])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    print("| N | particles | steps/s off | steps/s on | on / off | ropesim pass ms | "
-          "Warp HashGrid pass ms | Warp / ropesim | rebuilds per step |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for n in args.sizes:
-        r = run(n, args.rounds)
-        print(f"| {n} | {n * n:,} | {r['steps_off']:,.0f} | {r['steps_on']:,.0f} | "
-              f"{r['steps_on'] / r['steps_off']:.2f} | {r['ours_ms']:.3f} | "
-              f"{r['warp_ms']:.3f} | **{r['warp_ms'] / r['ours_ms']:.2f}x** | "
-              f"{r['rebuilds']:.2f} |", flush=True)
+    args = sizes_parser(__doc__, [32, 64, 128, 256]).parse_args()
+    print_table(("N", "particles", "steps/s off", "steps/s on", "on / off", "ropesim pass ms",
+                 "Warp HashGrid pass ms", "Warp / ropesim", "rebuilds per step"),
+                (row(n, args.rounds) for n in args.sizes))
 
 
 if __name__ == "__main__":

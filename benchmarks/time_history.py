@@ -16,7 +16,6 @@ the size of a first (unshared) state and what one rewind (``sim.set_state``) cos
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -27,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ropesim as rs  # noqa: E402
 from ropesim.app.history import DEFAULT_HISTORY_MB, MB, History  # noqa: E402
+from tables import print_table, sizes_parser  # noqa: E402
 from workload import DT, cloth_system  # noqa: E402
 
 STEPS_PER_FRAME = 10     # 1/60 s of simulated time at dt = 1/600 s
@@ -81,22 +81,23 @@ def measure(size: int, frames: int, rounds: int) -> dict[str, float]:
             "state_mb": sim.get_state().nbytes / MB, "restore_ms": ms(restores)}
 
 
+def row(size: int, frames: int, rounds: int) -> list[str]:
+    r = measure(size, frames, rounds)
+    return [f"{size} x {size}", f"{r['step_ms']:.2f}", f"{r['with_steps_ms']:.2f}",
+            f"{r['push_ms']:.2f} ({r['push_pct']:.0f} %)", f"{r['kb_per_frame']:.0f}",
+            f"{r['mb_per_second']:.1f}", f"{r['seconds_held']:.0f}", f"{r['state_mb']:.2f}",
+            f"{r['restore_ms']:.2f}"]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128])
+    parser = sizes_parser(__doc__, [64, 128])
     parser.add_argument("--frames", type=int, default=120, help="frames per timed round")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     args = parser.parse_args()
-    print("| cloth | 10 steps, ms (no history) | 10 steps, ms (history on) | snapshot + push, "
-          f"ms (% of the steps) | kB / frame | MB / s of history | s in {DEFAULT_HISTORY_MB:g} "
-          "MB | a first state, MB | rewind (set_state), ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for size in args.sizes:
-        r = measure(size, args.frames, args.rounds)
-        print(f"| {size} x {size} | {r['step_ms']:.2f} | {r['with_steps_ms']:.2f} | "
-              f"{r['push_ms']:.2f} ({r['push_pct']:.0f} %) | {r['kb_per_frame']:.0f} | "
-              f"{r['mb_per_second']:.1f} | {r['seconds_held']:.0f} | "
-              f"{r['state_mb']:.2f} | {r['restore_ms']:.2f} |", flush=True)
+    print_table(("cloth", "10 steps, ms (no history)", "10 steps, ms (history on)",
+                 "snapshot + push, ms (% of the steps)", "kB / frame", "MB / s of history",
+                 f"s in {DEFAULT_HISTORY_MB:g} MB", "a first state, MB",
+                 "rewind (set_state), ms"),
+                (row(size, args.frames, args.rounds) for size in args.sizes))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ import numpy as np
 
 from ropesim.engine.forces import MIN_LENGTH
 from ropesim.engine.model import (
-    MAX_PARTICLE_COUNT, SpringSystem, as_float_array, as_index_array, check_index_range,
-    check_number, show,
+    MAX_PARTICLE_COUNT, SpringSystem, as_float_array, as_index_array, check_fits_dtype,
+    check_index_range, check_number, show,
 )
 
 Pins = str | Sequence[int]
@@ -152,7 +152,9 @@ def _check_precision(
 ) -> None:
     """Reject springs shorter than forces.MIN_LENGTH (they would exert no force), and a
     system placed so far from 0 that float64 cannot tell its springs' ends apart to
-    :data:`MIN_RELATIVE_SPRING_LENGTH`."""
+    :data:`MIN_RELATIVE_SPRING_LENGTH`; first, particles too far out for float64 (named
+    by the arguments that put them there)."""
+    check_fits_dtype(positions, np.float64, f"{size_name}, {shift_name}", "m")
     lengths = np.linalg.norm(positions[springs[:, 0]] - positions[springs[:, 1]], axis=1)
     if not lengths.size:
         return

@@ -265,6 +265,7 @@ class SpringSystem:
                 f"positions: {n} particles; allowed at most {MAX_PARTICLE_COUNT} "
                 "(particle indices are stored as int32)"
             )
+        self.positions = pos
 
         springs = as_index_array(self.springs, "springs")
         if springs.size == 0:
@@ -284,6 +285,7 @@ class SpringSystem:
                 f"springs: spring {s} joins particle {springs[s, 0]} to itself; "
                 "a spring needs two different particles"
             )
+        self.springs = springs
         m = springs.shape[0]
 
         if self.rest_lengths is None:
@@ -295,29 +297,29 @@ class SpringSystem:
                 raise ValueError(
                     f"rest_lengths: must be >= 0 m; spring {bad} has {rest[bad]}"
                 )
-
-        mass = masses_per_particle(self.mass, n)
+        self.rest_lengths = rest
+        self.mass = masses_per_particle(self.mass, n)
 
         if self.young_modulus is not None:
             e_mod = check_number(self.young_modulus, "young_modulus", "N", minimum=0.0)
             if np.any(rest <= 0):
                 raise ValueError("young_modulus: every spring needs a rest length > 0 m")
-            stiffness = e_mod / rest
-            check_fits_dtype(stiffness, np.float64, "young_modulus / rest length", "N/m")
+            self.stiffness = e_mod / rest
+            check_fits_dtype(self.stiffness, np.float64, "young_modulus / rest length", "N/m")
         else:
-            stiffness = spring_coefficients(self.stiffness, m, "stiffness", "N/m")
-        damping = spring_coefficients(self.damping, m, "damping", "N*s/m")
+            self.stiffness = spring_coefficients(self.stiffness, m, "stiffness", "N/m")
+        self.damping = spring_coefficients(self.damping, m, "damping", "N*s/m")
 
         if self.velocities is None:
-            vel = np.zeros_like(pos)
+            self.velocities = np.zeros_like(pos)
         else:
             vel = as_float_array(self.velocities, "velocities", "m/s")
             if vel.shape != pos.shape:
                 raise ValueError(
                     f"velocities: expected shape {pos.shape} like positions, got {vel.shape}"
                 )
+            self.velocities = vel
 
-        tris = None
         if self.triangles is not None:
             tris = as_index_array(self.triangles, "triangles")
             check_index_range(tris, "triangles", n)
@@ -325,9 +327,8 @@ class SpringSystem:
                 raise ValueError(
                     f"triangles: expected (t, 3) particle indices, got shape {tris.shape}"
                 )
-            tris = tris.reshape(-1, 3)
+            self.triangles = tris.reshape(-1, 3)
 
-        grid_shape = None
         if self.grid_shape is not None:
             shape = self.grid_shape
             if (
@@ -338,22 +339,12 @@ class SpringSystem:
             rows, cols = (int(v) for v in shape)
             if rows < 1 or cols < 1 or rows * cols != n:
                 raise ValueError(f"grid_shape: {rows}x{cols} does not match {n} particles")
-            grid_shape = (rows, cols)
+            self.grid_shape = (rows, cols)
         if not isinstance(self.name, str):
             raise ValueError(f"name: expected a string, got {show(self.name)}")
         if not isinstance(self.meta, dict):
             raise ValueError(f"meta: expected a dict, got {show(self.meta)}")
-
-        self.positions = pos
-        self.velocities = vel
-        self.springs = springs
-        self.rest_lengths = rest
-        self.mass = mass
-        self.stiffness = stiffness
-        self.damping = damping
         self.pinned = pinned_mask(self.pinned, n)
-        self.triangles = tris
-        self.grid_shape = grid_shape
         self.check_fits(np.float64)
 
     def check_fits(self, dtype: Any) -> None:

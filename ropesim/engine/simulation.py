@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import warnings
 from typing import Any, Iterator, Sequence
 
@@ -79,33 +80,41 @@ MAX_CG_ITERATIONS = 1_000_000
 GRAB_REACH = 1000.0
 
 
+@dataclasses.dataclass(eq=False, repr=False)
 class SimulationDiverged(RuntimeError):
     """The state became non-finite or ran away; a healthy earlier state was kept.
 
     Attributes: ``step`` and ``time`` (s), the first step that is not kept (the run is
     taken to have diverged from there: the kept state is that of step ``step - 1``);
-    ``detected_step``, the step at which a check caught it; ``integrator``, ``dt`` (s),
-    ``reason`` (the criterion and its numbers) and ``advice`` (a health.Advice: what to
-    try instead, never the integrator that failed).
+    ``detected_step``, the step at which a check caught it (default ``step``);
+    ``integrator``, ``dt`` (s), ``reason`` (the criterion and its numbers) and ``advice``
+    (a health.Advice: what to try instead, never the integrator that failed).
     """
 
-    def __init__(self, step: int, time: float, integrator: str, dt: float, reason: str,
-                 advice: Advice | None = None, detected_step: int | None = None):
-        self.step = step
-        self.time = time
-        self.integrator = integrator
-        self.dt = dt
-        self.reason = reason
-        self.advice = advice
-        self.detected_step = step if detected_step is None else detected_step
-        kept = (f"the state of step {step - 1} (t = {time - dt:.4f} s) is kept"
-                if step > 1 else "the initial state is kept")
-        tip = ("" if advice is None else
-               f" Try a smaller dt or another integrator: {advice.text}")
+    step: int
+    time: float
+    integrator: str
+    dt: float
+    reason: str
+    advice: Advice | None = None
+    detected_step: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.detected_step is None:
+            self.detected_step = self.step
+        kept = (f"the state of step {self.step - 1} (t = {self.time - self.dt:.4f} s) is kept"
+                if self.step > 1 else "the initial state is kept")
+        tip = ("" if self.advice is None else
+               f" Try a smaller dt or another integrator: {self.advice.text}")
         super().__init__(
-            f"simulation diverged with integrator {integrator} and dt = {dt:g} s, caught at "
-            f"step {self.detected_step}: {reason}; {kept}.{tip}"
+            f"simulation diverged with integrator {self.integrator} and dt = {self.dt:g} s, "
+            f"caught at step {self.detected_step}: {self.reason}; {kept}.{tip}"
         )
+
+
+def _forwarded(path: str, doc: str) -> property:
+    """A read-only property whose value is ``self.<path>`` (a dotted attribute path)."""
+    return property(operator.attrgetter(path), doc=doc)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -270,15 +279,9 @@ class Simulation(TopologyEditing):
         assert self._x.shape == (n, 3)
 
     # --- settings (validated, live) ----------------------------------------------------
-    @property
-    def time(self) -> float:
-        """Simulated time, s."""
-        return self._state.time
-
-    @property
-    def step_count(self) -> int:
-        """Steps taken since the start (or the last reset)."""
-        return self._state.step_count
+    time = _forwarded("_state.time", "Simulated time, s.")
+    step_count = _forwarded("_state.step_count",
+                            "Steps taken since the start (or the last reset).")
 
     @property
     def state(self) -> State:
@@ -405,15 +408,12 @@ class Simulation(TopologyEditing):
         """The current Integrator instance (its scratch, stats and kernel paths)."""
         return self._integrator
 
-    @property
-    def unconditionally_stable(self) -> bool:
-        """Whether the current integrator is stable at any dt (no explicit step limit)."""
-        return self._integrator.unconditionally_stable
-
-    @property
-    def has_solver_stats(self) -> bool:
-        """Whether the current integrator reports solver_stats (iterations, residual)."""
-        return self._integrator.has_solver_stats
+    unconditionally_stable = _forwarded(
+        "_integrator.unconditionally_stable",
+        "Whether the current integrator is stable at any dt (no explicit step limit).")
+    has_solver_stats = _forwarded(
+        "_integrator.has_solver_stats",
+        "Whether the current integrator reports solver_stats (iterations, residual).")
 
     @property
     def substeps(self) -> int:

@@ -100,26 +100,24 @@ def grid_spring_params(k, c, rest, cols, gblocks, pblocks, P):
                     Pq[j] = sq[j]
 
 
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _rows3(A, row, start, count):
+    """Rows row, row + 1, row + 2 of the 2-D array A, columns start .. start + count - 1,
+    as three 1-D views (the contiguous slices the loops below vectorise over)."""
+    return (A[row, start:start + count], A[row + 1, start:start + count],
+            A[row + 2, start:start + count])
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False, fastmath={"nsz", "contract"},
       inline="always")
 def _grid_springs(X, V, P, S, T, a0, b0, e, w, alpha, beta):
     """Springs a0 + j -> b0 + j, slot e + j, j < w: n, g, h (exact, clamped) into S rows,
     force, Ks u, Ks_clamped u on the lower end into T rows (see the comment above)."""
-    ks_ = P[0, e:e + w]
-    cs_ = P[1, e:e + w]
-    rs_ = P[2, e:e + w]
-    xa0 = X[0, a0:a0 + w]
-    xa1 = X[1, a0:a0 + w]
-    xa2 = X[2, a0:a0 + w]
-    xb0 = X[0, b0:b0 + w]
-    xb1 = X[1, b0:b0 + w]
-    xb2 = X[2, b0:b0 + w]
-    va0 = V[0, a0:a0 + w]
-    va1 = V[1, a0:a0 + w]
-    va2 = V[2, a0:a0 + w]
-    vb0 = V[0, b0:b0 + w]
-    vb1 = V[1, b0:b0 + w]
-    vb2 = V[2, b0:b0 + w]
+    ks_, cs_, rs_ = _rows3(P, 0, e, w)
+    xa0, xa1, xa2 = _rows3(X, 0, a0, w)
+    xb0, xb1, xb2 = _rows3(X, 0, b0, w)
+    va0, va1, va2 = _rows3(V, 0, a0, w)
+    vb0, vb1, vb2 = _rows3(V, 0, b0, w)
     C = GRID_CHUNK
     for j in range(w):
         dx = xa0[j] - xb0[j]
@@ -171,9 +169,7 @@ def _grid_springs(X, V, P, S, T, a0, b0, e, w, alpha, beta):
 def _grid_edge_blocks(S, b, e, w, q):
     """b[:, e + j] = compact g n n^T + h I, j < w: (sqrt(g) n, h), with g, h from S rows
     q, q + 1."""
-    b0 = b[0, e:e + w]
-    b1 = b[1, e:e + w]
-    b2 = b[2, e:e + w]
+    b0, b1, b2 = _rows3(b, 0, e, w)
     b3 = b[3, e:e + w]
     C = GRID_CHUNK
     for j in range(w):
@@ -350,12 +346,8 @@ def _full_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2):
     """t = b (xa - xb) per edge of one offset block (from slot base on), b in 6-entry
     storage; all arguments but edges are the block's 1-D slices."""
     count = t0.shape[0]
-    b0 = edges[0, base:base + count]
-    b1 = edges[1, base:base + count]
-    b2 = edges[2, base:base + count]
-    b3 = edges[3, base:base + count]
-    b4 = edges[4, base:base + count]
-    b5 = edges[5, base:base + count]
+    b0, b1, b2 = _rows3(edges, 0, base, count)
+    b3, b4, b5 = _rows3(edges, 3, base, count)
     for a in range(count):
         q0 = xa0[a] - xb0[a]
         q1 = xa1[a] - xb1[a]
@@ -369,9 +361,7 @@ def _full_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2):
 def _compact_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2):
     """_full_terms for compact (w, h) blocks: b q = w (w . q) + h q."""
     count = t0.shape[0]
-    w0 = edges[0, base:base + count]
-    w1 = edges[1, base:base + count]
-    w2 = edges[2, base:base + count]
+    w0, w1, w2 = _rows3(edges, 0, base, count)
     h = edges[3, base:base + count]
     for a in range(count):
         q0 = xa0[a] - xb0[a]
@@ -398,15 +388,9 @@ def grid_apply(x, diag, edges, pblocks, fixed, temp, y):
         base = pblocks[o, 0]
         count = pblocks[o, 1]
         shift = pblocks[o, 2]
-        xa0 = x[0, :count]
-        xa1 = x[1, :count]
-        xa2 = x[2, :count]
-        xb0 = x[0, shift:shift + count]
-        xb1 = x[1, shift:shift + count]
-        xb2 = x[2, shift:shift + count]
-        t0 = temp[0, :count]
-        t1 = temp[1, :count]
-        t2 = temp[2, :count]
+        xa0, xa1, xa2 = _rows3(x, 0, 0, count)
+        xb0, xb1, xb2 = _rows3(x, 0, shift, count)
+        t0, t1, t2 = _rows3(temp, 0, 0, count)
         if compact:
             _compact_terms(edges, base, xa0, xa1, xa2, xb0, xb1, xb2, t0, t1, t2)
         else:

@@ -201,6 +201,15 @@ def _expand_compact(compact, full):
         full[5, e] = w1[e] * w2[e]
 
 
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _node_edges(pblocks, o, n):
+    """(base, shift, count) of offset block o of a level of n nodes: its first edge slot,
+    the node offset of its far ends, and how many of its edges end on a node (edge a
+    joins nodes a and a + shift, so a < n - shift)."""
+    shift = pblocks[o, 2]
+    return pblocks[o, 0], shift, min(pblocks[o, 1], n - shift)
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, edges_l,
               diag_l, dinv_l, fixed, agg, eco, factor, inverse, fine_full):
@@ -227,9 +236,7 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
         # node blocks with their edges: D = diag + sum of incident edge blocks
         _assign(dinv, diag)
         for o in range(pb_off[l], pb_off[l + 1]):
-            base = pblocks[o, 0]
-            shift = pblocks[o, 2]
-            cnt = min(pblocks[o, 1], n - shift)  # edges whose far end is a node
+            base, shift, cnt = _node_edges(pblocks, o, n)
             for q in range(6):
                 eq = edges[q, base:base + cnt]
                 da = dinv[q, :cnt]
@@ -266,13 +273,9 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
                 cdiag[q, j] += diag[q, i]
         eo = edge_off[l]
         for o in range(pb_off[l], pb_off[l + 1]):
-            base = pblocks[o, 0]
-            count = pblocks[o, 1]
-            shift = pblocks[o, 2]
-            for a in range(count):
+            base, shift, cnt = _node_edges(pblocks, o, n)
+            for a in range(cnt):
                 b = a + shift
-                if b >= n:
-                    continue
                 fa = fixed[no + a]
                 fb = fixed[no + b]
                 if fa and fb:
@@ -300,13 +303,9 @@ def _mg_setup(mass, fixed0, levels, nodes, node_off, edge_off, pb_off, pblocks, 
             for q in range(3):
                 factor[3 * i + p, 3 * i + q] = diag[_SYM[p, q], i]
     for o in range(pb_off[l], pb_off[l + 1]):
-        base = pblocks[o, 0]
-        count = pblocks[o, 1]
-        shift = pblocks[o, 2]
-        for a in range(count):
+        base, shift, cnt = _node_edges(pblocks, o, n)
+        for a in range(cnt):
             b = a + shift
-            if b >= n:
-                continue
             for p in range(3):
                 for q in range(3):
                     w = edges[_SYM[p, q], base + a]
