@@ -43,43 +43,27 @@ from ..kernels.grid_xpbd import (finish, grid_edge_colouring, predict,
                                  xpbd_grid_step_parallel)
 from ..kernels.particles import MIN_LENGTH, speed_result, spring_vector
 from ..state import Changed, Model, State
-from .base import Integrator, register_integrator
+from .base import Integrator, SolverStats, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
 #: default substeps per step and Gauss-Seidel iterations per substep (small steps)
-DEFAULT_SUBSTEPS = 6
+DEFAULT_SUBSTEPS = 5
 DEFAULT_ITERATIONS = 1
+#: default over-relaxation of each projection (1: the papers' plain projection)
+DEFAULT_RELAXATION = 1.5
+#: allowed over-relaxation: [1, 2) (successive over-relaxation converges below 2)
+RELAXATION_RANGE = (1.0, 2.0)
 #: slices each colour is cut into for the parallel pass (fixed: no thread-count effect)
 CHUNKS = 64
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def xpbd_step(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
-              gravity, external, has_external, order, starts, h, substeps, iterations,
-              per_k, per_spring, per_c, rigid, damp, chunks, results):
-    """``substeps`` XPBD substeps of h s on a spring list (serial), colour by colour;
-    returns the last substep's max |v|^2 (NaN if not finite). chunks, results: the
-    parallel version's particle split (unused here)."""
-    n = x.shape[0]
-    weights(inv_mass, fixed, w)
-    max_sq, bad = 0.0, 0.0
-    for _ in range(substeps):
-        predict(x, v, x_prev, w, gravity, external, has_external, h, 0, n)
-        lam[:] = 0.0
-        for _ in range(iterations):
-            for e in range(order.shape[0]):
-                s = order[e]
-                project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k, c,
-                               per_k, per_spring, per_c, rigid)
-        max_sq, bad = finish(x, v, x_prev, w, h, damp, 0, n)
-    return speed_result(max_sq, bad)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k,
-                       c, gravity, external, has_external, order, starts, h, substeps,
-                       iterations, per_k, per_spring, per_c, rigid, damp, chunks, results):
-    """xpbd_step with each colour's springs in parallel (identical results)."""
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
+                   gravity, external, has_external, order, starts, h, substeps, iterations,
+                   per_k, per_spring, per_c, rigid, relaxation, damp, chunks, results):
+    """The body of both spring-list kernels: prange runs each colour's springs (and the
+    particle chunks of the prediction and the velocities) in parallel in
+    xpbd_step_parallel and in order in xpbd_step, the same arithmetic either way."""
     n_chunks = chunks.shape[0] - 1
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
@@ -89,11 +73,10 @@ def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b
         lam[:] = 0.0
         for _ in range(iterations):
             for q in range(starts.shape[0] - 1):
-                lo = starts[q]
-                for e in prange(lo, starts[q + 1]):  # no two springs of a colour share a particle
+                for e in prange(starts[q], starts[q + 1]):  # a colour shares no particle
                     s = order[e]
                     project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k,
-                                   c, per_k, per_spring, per_c, rigid)
+                                   c, per_k, per_spring, per_c, rigid, relaxation)
         for t in prange(n_chunks):
             m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
             results[t, 0] = m
@@ -103,6 +86,32 @@ def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b
         max_sq = max(max_sq, results[t, 0])
         bad += results[t, 1]
     return speed_result(max_sq, bad)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def xpbd_step(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
+              gravity, external, has_external, order, starts, h, substeps, iterations,
+              per_k, per_spring, per_c, rigid, relaxation, damp, chunks, results):
+    """``substeps`` XPBD substeps of h s on a spring list (serial), colour by colour
+    (order[starts[q]:starts[q + 1]] is colour q), particles in ``chunks`` (their
+    per-chunk speeds in ``results``); returns the last substep's max |v|^2 (NaN if
+    not finite)."""
+    return _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest,
+                          k, c, gravity, external, has_external, order, starts, h,
+                          substeps, iterations, per_k, per_spring, per_c, rigid,
+                          relaxation, damp, chunks, results)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k,
+                       c, gravity, external, has_external, order, starts, h, substeps,
+                       iterations, per_k, per_spring, per_c, rigid, relaxation, damp,
+                       chunks, results):
+    """xpbd_step with each colour's springs in parallel (identical results)."""
+    return _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest,
+                          k, c, gravity, external, has_external, order, starts, h,
+                          substeps, iterations, per_k, per_spring, per_c, rigid,
+                          relaxation, damp, chunks, results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -161,6 +170,7 @@ class XPBD(Integrator):
         self.substeps = DEFAULT_SUBSTEPS
         self.iterations = DEFAULT_ITERATIONS
         self.compliance = None
+        self.relaxation = DEFAULT_RELAXATION
         n, dtype = model.n_particles, model.dtype
         self._x_prev = np.zeros((n, 3), dtype)
         self._weights = np.zeros(n, dtype)
@@ -191,6 +201,12 @@ class XPBD(Integrator):
         if self._grid is not None:  # structure-of-arrays scratch of the grid kernels
             self._soa = np.zeros((3, 3, n), dtype)  # X, V, P: x, v, x_prev as (3, n)
             self._row_scratch = np.zeros((self._grid.rows, 3, self._grid.cols), dtype)
+            # the step's end positions and last substep start, for the residual
+            self._ends = (self._soa[0].T, self._soa[2].T)
+        else:
+            self._x_end = np.zeros((n, 3), dtype)
+            self._ends = (self._x_end, self._x_prev)
+        self._residual_h = None  # the residual of the last step is not computed yet
 
     def notify_model_changed(self, flags: Changed) -> None:
         if flags & Changed.TOPOLOGY:  # new spring list: coloured again
@@ -210,6 +226,46 @@ class XPBD(Integrator):
                                  f"(m/N), got {value!r}")
         self._compliance = value
 
+    @property
+    def relaxation(self) -> float:
+        """Over-relaxation omega of each projection, in [1, 2): dlambda is omega times
+        the plain XPBD one, but at most the spring's whole impulse (module docstring)."""
+        return self._relaxation
+
+    @relaxation.setter
+    def relaxation(self, value: float) -> None:
+        low, high = RELAXATION_RANGE
+        value = number_setting(value, "xpbd.relaxation", f"a number from {low:g} to below "
+                               f"{high:g}")
+        if not low <= value < high:
+            raise ValueError(f"xpbd.relaxation: expected a number from {low:g} to below "
+                             f"{high:g}, got {value!r}")
+        self._relaxation = value
+
+    @property
+    def stats(self) -> SolverStats:
+        """The solver figures of the last step; its residual is computed when first read
+        (one pass over the springs that a run nobody looks at does not pay)."""
+        if self._residual_h is not None:
+            self._fill_residual()
+        return self._stats
+
+    @stats.setter
+    def stats(self, value: SolverStats) -> None:
+        self._stats = value
+        self._residual_h = None
+
+    def _fill_residual(self) -> None:
+        p = self.model.params
+        x_end, x_prev = self._ends
+        h, compliance = self._residual_h
+        self._residual_h = None
+        residual = float(constraint_error(
+            x_end, x_prev, self.model.spring_a, self.model.spring_b, p.rest_lengths,
+            p.stiffness, p.damping, p.inv_mass, p.fixed, self._lambda, h, compliance))
+        self._stats.residual = residual
+        self._stats.converged = math.isfinite(residual)
+
     def step(self, state: State, dt: float) -> float:
         model, p = self.model, self.model.params
         external, has_external = self.external_forces(state)  # read only if has_external
@@ -221,7 +277,8 @@ class XPBD(Integrator):
                   p.fixed)
         forces = (p.rest_lengths, p.stiffness, p.damping, model.gravity(), external,
                   has_external)
-        solver = (h, self._substeps, self._iterations, per_k, per_spring, per_c, rigid, damp)
+        solver = (h, self._substeps, self._iterations, per_k, per_spring, per_c, rigid,
+                  self._relaxation, damp)
         if self._grid is not None:
             result = self._passes.run(xpbd_grid_step, xpbd_grid_step_parallel, *common,
                                       *forces, *solver, self._grid.cols, self._grid.blocks,
@@ -230,23 +287,22 @@ class XPBD(Integrator):
             result = self._passes.run(xpbd_step, xpbd_step_parallel, *common, model.spring_a,
                                       model.spring_b, *forces, self._order, self._starts,
                                       *solver, self._chunks, self._results)
-        stats = self.stats
+            np.copyto(self._x_end, state.x)
+        stats = self._stats
         stats.iterations = self._substeps * self._iterations
         stats.total_iterations += stats.iterations
         stats.implicit_steps += 1
-        stats.residual = float(constraint_error(
-            state.x, self._x_prev, model.spring_a, model.spring_b, p.rest_lengths,
-            p.stiffness, p.damping, p.inv_mass, p.fixed, self._lambda, h, compliance))
-        stats.converged = math.isfinite(stats.residual)
+        self._residual_h = (h, compliance)  # stats.residual: computed when read
         return float(result)
 
     # --- snapshots (engine/snapshot.py) ---------------------------------------------------
     def save_warm(self) -> dict:
         """The settings (every substep starts from the state: nothing else carries)."""
         return {"substeps": self._substeps, "iterations": self._iterations,
-                "compliance": self._compliance}
+                "compliance": self._compliance, "relaxation": self._relaxation}
 
     def load_warm(self, warm: dict) -> None:
         self.substeps = warm["substeps"]
         self.iterations = warm["iterations"]
         self.compliance = warm["compliance"]
+        self.relaxation = warm["relaxation"]
