@@ -200,7 +200,6 @@ class XPBD(Integrator):
         self._passes = ColourPasses(colouring is not None, m)
         if self._grid is not None:  # structure-of-arrays scratch of the grid kernels
             self._soa = np.zeros((3, 3, n), dtype)  # X, V, P: x, v, x_prev as (3, n)
-            self._row_scratch = np.zeros((self._grid.rows, 3, self._grid.cols), dtype)
             # the step's end positions and last substep start, for the residual
             self._ends = (self._soa[0].T, self._soa[2].T)
         else:
@@ -282,7 +281,7 @@ class XPBD(Integrator):
         if self._grid is not None:
             result = self._passes.run(xpbd_grid_step, xpbd_grid_step_parallel, *common,
                                       *forces, *solver, self._grid.cols, self._grid.blocks,
-                                      *self._soa, self._row_scratch)
+                                      *self._soa)
         else:
             result = self._passes.run(xpbd_step, xpbd_step_parallel, *common, model.spring_a,
                                       model.spring_b, *forces, self._order, self._starts,
