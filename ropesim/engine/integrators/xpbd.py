@@ -20,28 +20,28 @@ substeps; w = 1/m, 0 for fixed (pinned or grabbed) particles. ``compliance`` rep
 every spring's 1/k by one value (0: rigid rods, plain PBD projection).
 
 omega is the over-relaxation (successive over-relaxation of the Gauss-Seidel pass):
-``relaxation`` (default 1.5; 1 is the papers' plain projection), but at most
-D = 1 + (h^2 k + h c)(w_i + w_j), so that a soft spring (D < relaxation) takes exactly
-its spring impulse -(h^2 k C + h c n . (dx_i - dx_j)) and no more. Why: one plain
-projection per substep from lambda = 0 divides the impulse by D, and on a soft cloth
-(the standard 128 x 128 one: h^2 k (w_i + w_j) = 0.15 at 6 substeps) the smooth modes keep
-most of that, so the cloth acts about 15 % softer than its springs: it sagged further
-than symplectic Euler's and its energy, measured with the real k, grew by several J in
-2 s (the Simulation's energy check stopped it after about 60 steps). Capped at D the
-soft cloth follows symplectic Euler's stretch (peak strain 403 against 402) and its
-energy stays below the start (3 simulated minutes checked); a stiff spring (D >> omega) gets omega times
-the plain projection, which brings each substep closer to its converged solution
-(the stiff 64 x 64 cloth's error after 1 s: 0.44 m with 5 substeps at omega = 1.5,
-0.72 m at omega = 1).
+``relaxation`` (default 1.5; 1 is the papers' plain projection), but at most D = 1 +
+(h^2 k + h c)(w_i + w_j), so that a soft spring (D < relaxation) takes exactly its
+spring impulse -(h^2 k C + h c n . (dx_i - dx_j)) and no more. Why: one plain projection
+per substep from lambda = 0 divides the impulse by D, and on a soft cloth (the standard
+128 x 128 one: h^2 k (w_i + w_j) = 0.15 at 6 substeps) the smooth modes keep most of
+that, so the cloth acts about 15 % softer than its springs: it sagged further than
+symplectic Euler's and its energy, measured with the real k, grew by several J in 2 s
+(the Simulation's energy check stopped it after about 60 steps). Capped at D the soft
+cloth follows symplectic Euler's stretch (peak strain 403 against 402) and its energy
+stays below the start (3 simulated minutes checked); a stiff spring (D >> omega) gets
+omega times the plain projection, which brings each substep closer to its converged
+solution (the stiff 64 x 64 cloth's error after 1 s: 0.44 m with 5 substeps at omega =
+1.5, 0.72 m at omega = 1).
 
-The default is 5 substeps of one iteration each (the small-steps scheme, one
-projection per substep), the fewest that keep the error on the stiff 64 x 64 benchmark
-cloth after 1 s at dt = 1/60 s clearly below backward Euler's (0.44 m against 0.63 m;
-4 substeps: 0.62 m; docs/solvers.md). Springs of one edge colour share no particle,
-so a colour is projected in parallel; the serial and the parallel pass give identical results. A
+The default is 5 substeps of one iteration each (the small-steps scheme, one projection
+per substep), the fewest that keep the error on the stiff 64 x 64 benchmark cloth after
+1 s at dt = 1/60 s clearly below backward Euler's (0.44 m against 0.63 m; 4 substeps:
+0.62 m; docs/solvers.md). Springs of one edge colour share no particle, so a colour is
+projected in parallel; the serial and the parallel pass give identical results. A
 structured grid (Model.grid()) runs the grid kernels of kernels/grid_xpbd.py; other
-systems the spring-list kernels below, over a greedy edge colouring (the grid's
-colours on a grid with grid_kernels=False: then both give the same bits).
+systems the spring-list kernels below, over a greedy edge colouring (the grid's colours
+on a grid with grid_kernels=False: then both give the same bits).
 """
 
 from __future__ import annotations

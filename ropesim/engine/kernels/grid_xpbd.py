@@ -103,7 +103,8 @@ def project_spring(x, x_prev, w, lam, i, j, s, rest, k, c, per_k, per_spring, pe
     dlam, nx, ny, nz = xpbd_dlambda(x[i, 0], x[i, 1], x[i, 2], x[j, 0], x[j, 1], x[j, 2],
                                     x_prev[i, 0], x_prev[i, 1], x_prev[i, 2], x_prev[j, 0],
                                     x_prev[j, 1], x_prev[j, 2], wi + wj, rest[s], k[s],
-                                    c[s], lam[s], per_k, per_spring, per_c, rigid, relaxation)
+                                    c[s], lam[s], per_k, per_spring, per_c, rigid,
+                                    relaxation)
     lam[s] += dlam
     tx = dlam * nx
     ty = dlam * ny
@@ -295,7 +296,7 @@ def _grid_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, e
                 dr, dc, first, c0, c1 = (blocks[b, 0], blocks[b, 1], blocks[b, 2],
                                          blocks[b, 3], blocks[b, 4])
                 for parity in range(2):
-                    for r in prange(rows - dr):  # one colour: no two springs share a particle
+                    for r in prange(rows - dr):  # a colour: no two springs share a particle
                         if dr == 0 or (r // dr) % 2 == parity:
                             project_grid_row(X, P, w, lam, rest, k, c, per_k,
                                              per_spring, per_c, rigid, relaxation, cols, r,
