@@ -126,27 +126,13 @@ def _descend(lo, hi, order, x, x_t, y, inv_mass, fixed, adj_starts, adj_springs,
         force_sq[i] = newton_move(x, i, block)
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def vbd_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs, adj_others,
-               rest, k, c, h, order, colour_starts, iterations, rho, force_sq):
-    """``iterations`` serial sweeps over the colours; returns sum |f|^2 of the last, N^2."""
-    omega = 1.0
-    if rho > 0.0:
-        x_1[:] = x
-    for it in range(iterations):
-        _descend(0, order.shape[0], order, x, x_t, y, inv_mass, fixed, adj_starts,
-                 adj_springs, adj_others, rest, k, c, h, force_sq)
-        if rho > 0.0:
-            omega = chebyshev_omega(it, rho, omega)
-            chebyshev_step(x, x_1, x_2, fixed, omega, it)
-    return force_sq.sum()
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def vbd_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs,
-                        adj_others, rest, k, c, h, order, colour_starts, iterations, rho,
-                        force_sq):
-    """vbd_sweeps with each colour's particles in parallel (identical results)."""
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _list_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs, adj_others,
+                 rest, k, c, h, order, colour_starts, iterations, rho, force_sq):
+    """The body of both spring-list sweep kernels: prange runs the CHUNKS slices of a
+    colour in parallel in vbd_sweeps_parallel and in order in vbd_sweeps (no two
+    particles of a colour share a spring: the same bits); returns sum |f|^2 of the last
+    sweep, N^2, summed in index order in both."""
     omega = 1.0
     if rho > 0.0:
         x_1[:] = x
@@ -154,7 +140,7 @@ def vbd_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_sp
         for q in range(colour_starts.shape[0] - 1):
             lo = colour_starts[q]
             size = colour_starts[q + 1] - lo
-            for t in prange(CHUNKS):  # no two particles of a colour share a spring
+            for t in prange(CHUNKS):
                 _descend(lo + size * t // CHUNKS, lo + size * (t + 1) // CHUNKS, order, x,
                          x_t, y, inv_mass, fixed, adj_starts, adj_springs, adj_others, rest,
                          k, c, h, force_sq)
@@ -162,9 +148,28 @@ def vbd_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_sp
             omega = chebyshev_omega(it, rho, omega)
             chebyshev_step(x, x_1, x_2, fixed, omega, it)
     total = 0.0
-    for i in range(force_sq.shape[0]):  # in index order, as the serial sum
+    for i in range(force_sq.shape[0]):
         total += force_sq[i]
     return total
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def vbd_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs, adj_others,
+               rest, k, c, h, order, colour_starts, iterations, rho, force_sq):
+    """``iterations`` serial sweeps over the colours; returns sum |f|^2 of the last, N^2."""
+    return _list_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs,
+                        adj_others, rest, k, c, h, order, colour_starts, iterations, rho,
+                        force_sq)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def vbd_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs,
+                        adj_others, rest, k, c, h, order, colour_starts, iterations, rho,
+                        force_sq):
+    """vbd_sweeps with each colour's particles in parallel (identical results)."""
+    return _list_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs,
+                        adj_others, rest, k, c, h, order, colour_starts, iterations, rho,
+                        force_sq)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)

@@ -9,7 +9,7 @@ substeps of h = dt / substeps; each substep
 
     v += h (g + f_ext / m);  x_prev = x;  x += h v          (prediction)
     ``iterations`` Gauss-Seidel passes over the springs, colour by colour:
-        dlambda = -(C + alpha~ lambda + gamma grad C . (x - x_prev))
+        dlambda = -omega (C + alpha~ lambda + gamma grad C . (x - x_prev))
                   / ((1 + gamma) (w_i + w_j) + alpha~),   alpha~ = alpha / h^2
         x_i += w_i dlambda n,  x_j -= w_j dlambda n
     v = (x - x_prev) / h, then drag v *= exp(-drag h)
@@ -19,14 +19,29 @@ of zero stiffness. f_ext is the attached forces at the step's start, held over t
 substeps; w = 1/m, 0 for fixed (pinned or grabbed) particles. ``compliance`` replaces
 every spring's 1/k by one value (0: rigid rods, plain PBD projection).
 
-The default is 6 substeps of one iteration each (the small-steps scheme, one
-projection per substep, with the fewest substeps that keep the error on the stiff
-64 x 64 benchmark cloth after 1 s at dt = 1/60 s below backward Euler's: 0.52 m against
-0.63 m; docs/solvers.md). Springs of one edge colour share no particle, so a colour is
+omega is the over-relaxation (successive over-relaxation of the Gauss-Seidel pass):
+``relaxation`` (default 1.5; 1 is the papers' plain projection), but at most D = 1 +
+(h^2 k + h c)(w_i + w_j), so that a soft spring (D < relaxation) takes exactly its
+spring impulse -(h^2 k C + h c n . (dx_i - dx_j)) and no more. Why: one plain projection
+per substep from lambda = 0 divides the impulse by D, and on a soft cloth (the standard
+128 x 128 one: h^2 k (w_i + w_j) = 0.15 at 6 substeps) the smooth modes keep most of
+that, so the cloth acts about 15 % softer than its springs: it sagged further than
+symplectic Euler's and its energy, measured with the real k, grew by several J in 2 s
+(the Simulation's energy check stopped it after about 60 steps). Capped at D the soft
+cloth follows symplectic Euler's stretch (peak strain 403 against 402) and its energy
+stays below the start (3 simulated minutes checked); a stiff spring (D >> omega) gets
+omega times the plain projection, which brings each substep closer to its converged
+solution (the stiff 64 x 64 cloth's error after 1 s: 0.44 m with 5 substeps at omega =
+1.5, 0.72 m at omega = 1).
+
+The default is 5 substeps of one iteration each (the small-steps scheme, one projection
+per substep), the fewest that keep the error on the stiff 64 x 64 benchmark cloth after
+1 s at dt = 1/60 s clearly below backward Euler's (0.44 m against 0.63 m; 4 substeps:
+0.62 m; docs/solvers.md). Springs of one edge colour share no particle, so a colour is
 projected in parallel; the serial and the parallel pass give identical results. A
 structured grid (Model.grid()) runs the grid kernels of kernels/grid_xpbd.py; other
-systems the spring-list kernels below, over a greedy edge colouring (the grid's
-colours on a grid with grid_kernels=False: then both give the same bits).
+systems the spring-list kernels below, over a greedy edge colouring (the grid's colours
+on a grid with grid_kernels=False: then both give the same bits).
 """
 
 from __future__ import annotations
@@ -43,43 +58,27 @@ from ..kernels.grid_xpbd import (finish, grid_edge_colouring, predict,
                                  xpbd_grid_step_parallel)
 from ..kernels.particles import MIN_LENGTH, speed_result, spring_vector
 from ..state import Changed, Model, State
-from .base import Integrator, register_integrator
+from .base import Integrator, SolverStats, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
 
 #: default substeps per step and Gauss-Seidel iterations per substep (small steps)
-DEFAULT_SUBSTEPS = 6
+DEFAULT_SUBSTEPS = 5
 DEFAULT_ITERATIONS = 1
+#: default over-relaxation of each projection (1: the papers' plain projection)
+DEFAULT_RELAXATION = 1.5
+#: allowed over-relaxation: [1, 2) (successive over-relaxation converges below 2)
+RELAXATION_RANGE = (1.0, 2.0)
 #: slices each colour is cut into for the parallel pass (fixed: no thread-count effect)
 CHUNKS = 64
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def xpbd_step(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
-              gravity, external, has_external, order, starts, h, substeps, iterations,
-              per_k, per_spring, per_c, rigid, damp, chunks, results):
-    """``substeps`` XPBD substeps of h s on a spring list (serial), colour by colour;
-    returns the last substep's max |v|^2 (NaN if not finite). chunks, results: the
-    parallel version's particle split (unused here)."""
-    n = x.shape[0]
-    weights(inv_mass, fixed, w)
-    max_sq, bad = 0.0, 0.0
-    for _ in range(substeps):
-        predict(x, v, x_prev, w, gravity, external, has_external, h, 0, n)
-        lam[:] = 0.0
-        for _ in range(iterations):
-            for e in range(order.shape[0]):
-                s = order[e]
-                project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k, c,
-                               per_k, per_spring, per_c, rigid)
-        max_sq, bad = finish(x, v, x_prev, w, h, damp, 0, n)
-    return speed_result(max_sq, bad)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k,
-                       c, gravity, external, has_external, order, starts, h, substeps,
-                       iterations, per_k, per_spring, per_c, rigid, damp, chunks, results):
-    """xpbd_step with each colour's springs in parallel (identical results)."""
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
+                   gravity, external, has_external, order, starts, h, substeps, iterations,
+                   per_k, per_spring, per_c, rigid, relaxation, damp, chunks, results):
+    """The body of both spring-list kernels: prange runs each colour's springs (and the
+    particle chunks of the prediction and the velocities) in parallel in
+    xpbd_step_parallel and in order in xpbd_step, the same arithmetic either way."""
     n_chunks = chunks.shape[0] - 1
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
@@ -89,11 +88,10 @@ def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b
         lam[:] = 0.0
         for _ in range(iterations):
             for q in range(starts.shape[0] - 1):
-                lo = starts[q]
-                for e in prange(lo, starts[q + 1]):  # no two springs of a colour share a particle
+                for e in prange(starts[q], starts[q + 1]):  # a colour shares no particle
                     s = order[e]
                     project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k,
-                                   c, per_k, per_spring, per_c, rigid)
+                                   c, per_k, per_spring, per_c, rigid, relaxation)
         for t in prange(n_chunks):
             m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
             results[t, 0] = m
@@ -103,6 +101,32 @@ def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b
         max_sq = max(max_sq, results[t, 0])
         bad += results[t, 1]
     return speed_result(max_sq, bad)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def xpbd_step(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
+              gravity, external, has_external, order, starts, h, substeps, iterations,
+              per_k, per_spring, per_c, rigid, relaxation, damp, chunks, results):
+    """``substeps`` XPBD substeps of h s on a spring list (serial), colour by colour
+    (order[starts[q]:starts[q + 1]] is colour q), particles in ``chunks`` (their
+    per-chunk speeds in ``results``); returns the last substep's max |v|^2 (NaN if
+    not finite)."""
+    return _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest,
+                          k, c, gravity, external, has_external, order, starts, h,
+                          substeps, iterations, per_k, per_spring, per_c, rigid,
+                          relaxation, damp, chunks, results)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k,
+                       c, gravity, external, has_external, order, starts, h, substeps,
+                       iterations, per_k, per_spring, per_c, rigid, relaxation, damp,
+                       chunks, results):
+    """xpbd_step with each colour's springs in parallel (identical results)."""
+    return _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest,
+                          k, c, gravity, external, has_external, order, starts, h,
+                          substeps, iterations, per_k, per_spring, per_c, rigid,
+                          relaxation, damp, chunks, results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -140,13 +164,15 @@ def constraint_error(x, x_prev, spring_a, spring_b, rest, k, c, inv_mass, fixed,
 class XPBD(Integrator):
     """XPBD in the small-steps scheme (see the module docstring).
 
-    Attributes, editable live: ``substeps`` per step (default 6), ``iterations`` of
+    Attributes, editable live: ``substeps`` per step (default 5), ``iterations`` of
     Gauss-Seidel per substep (default 1), ``compliance`` (None: each spring's 1/k, m/N;
-    a number >= 0: that compliance for every spring, 0 = rigid rods). ``stats``:
-    ``iterations`` = Gauss-Seidel passes of the last step (substeps x iterations),
-    ``residual`` = its constraint error (:func:`constraint_error`, m, after the last
-    pass), ``converged`` = that error is finite. The kernels read the Params every
-    substep, so parameter edits need no notice; a topology edit colours the springs again.
+    a number >= 0: that compliance for every spring, 0 = rigid rods), ``relaxation``
+    (the over-relaxation omega in [1, 2), default 1.5). ``stats``: ``iterations`` =
+    Gauss-Seidel passes of the last step (substeps x iterations), ``residual`` = its
+    constraint error (:func:`constraint_error`, m, after the last pass; computed when
+    first read, from the step's end positions and multipliers), ``converged`` = that
+    error is finite. The kernels read the Params every substep, so parameter edits need
+    no notice; a topology edit colours the springs again.
     """
 
     name = "xpbd"
@@ -161,6 +187,7 @@ class XPBD(Integrator):
         self.substeps = DEFAULT_SUBSTEPS
         self.iterations = DEFAULT_ITERATIONS
         self.compliance = None
+        self.relaxation = DEFAULT_RELAXATION
         n, dtype = model.n_particles, model.dtype
         self._x_prev = np.zeros((n, 3), dtype)
         self._weights = np.zeros(n, dtype)
@@ -190,7 +217,12 @@ class XPBD(Integrator):
         self._passes = ColourPasses(colouring is not None, m)
         if self._grid is not None:  # structure-of-arrays scratch of the grid kernels
             self._soa = np.zeros((3, 3, n), dtype)  # X, V, P: x, v, x_prev as (3, n)
-            self._row_scratch = np.zeros((self._grid.rows, 3, self._grid.cols), dtype)
+            # the step's end positions and last substep start, for the residual
+            self._ends = (self._soa[0].T, self._soa[2].T)
+        else:
+            self._x_end = np.zeros((n, 3), dtype)
+            self._ends = (self._x_end, self._x_prev)
+        self._residual_h = None  # the residual of the last step is not computed yet
 
     def notify_model_changed(self, flags: Changed) -> None:
         if flags & Changed.TOPOLOGY:  # new spring list: coloured again
@@ -210,6 +242,46 @@ class XPBD(Integrator):
                                  f"(m/N), got {value!r}")
         self._compliance = value
 
+    @property
+    def relaxation(self) -> float:
+        """Over-relaxation omega of each projection, in [1, 2): dlambda is omega times
+        the plain XPBD one, but at most the spring's whole impulse (module docstring)."""
+        return self._relaxation
+
+    @relaxation.setter
+    def relaxation(self, value: float) -> None:
+        low, high = RELAXATION_RANGE
+        value = number_setting(value, "xpbd.relaxation", f"a number from {low:g} to below "
+                               f"{high:g}")
+        if not low <= value < high:
+            raise ValueError(f"xpbd.relaxation: expected a number from {low:g} to below "
+                             f"{high:g}, got {value!r}")
+        self._relaxation = value
+
+    @property
+    def stats(self) -> SolverStats:
+        """The solver figures of the last step; its residual is computed when first read
+        (one pass over the springs that a run nobody looks at does not pay)."""
+        if self._residual_h is not None:
+            self._fill_residual()
+        return self._stats
+
+    @stats.setter
+    def stats(self, value: SolverStats) -> None:
+        self._stats = value
+        self._residual_h = None
+
+    def _fill_residual(self) -> None:
+        p = self.model.params
+        x_end, x_prev = self._ends
+        h, compliance = self._residual_h
+        self._residual_h = None
+        residual = float(constraint_error(
+            x_end, x_prev, self.model.spring_a, self.model.spring_b, p.rest_lengths,
+            p.stiffness, p.damping, p.inv_mass, p.fixed, self._lambda, h, compliance))
+        self._stats.residual = residual
+        self._stats.converged = math.isfinite(residual)
+
     def step(self, state: State, dt: float) -> float:
         model, p = self.model, self.model.params
         external, has_external = self.external_forces(state)  # read only if has_external
@@ -221,32 +293,32 @@ class XPBD(Integrator):
                   p.fixed)
         forces = (p.rest_lengths, p.stiffness, p.damping, model.gravity(), external,
                   has_external)
-        solver = (h, self._substeps, self._iterations, per_k, per_spring, per_c, rigid, damp)
+        solver = (h, self._substeps, self._iterations, per_k, per_spring, per_c, rigid,
+                  self._relaxation, damp)
         if self._grid is not None:
             result = self._passes.run(xpbd_grid_step, xpbd_grid_step_parallel, *common,
                                       *forces, *solver, self._grid.cols, self._grid.blocks,
-                                      *self._soa, self._row_scratch)
+                                      *self._soa)
         else:
             result = self._passes.run(xpbd_step, xpbd_step_parallel, *common, model.spring_a,
                                       model.spring_b, *forces, self._order, self._starts,
                                       *solver, self._chunks, self._results)
-        stats = self.stats
+            np.copyto(self._x_end, state.x)
+        stats = self._stats
         stats.iterations = self._substeps * self._iterations
         stats.total_iterations += stats.iterations
         stats.implicit_steps += 1
-        stats.residual = float(constraint_error(
-            state.x, self._x_prev, model.spring_a, model.spring_b, p.rest_lengths,
-            p.stiffness, p.damping, p.inv_mass, p.fixed, self._lambda, h, compliance))
-        stats.converged = math.isfinite(stats.residual)
+        self._residual_h = (h, compliance)  # stats.residual: computed when read
         return float(result)
 
     # --- snapshots (engine/snapshot.py) ---------------------------------------------------
     def save_warm(self) -> dict:
         """The settings (every substep starts from the state: nothing else carries)."""
         return {"substeps": self._substeps, "iterations": self._iterations,
-                "compliance": self._compliance}
+                "compliance": self._compliance, "relaxation": self._relaxation}
 
     def load_warm(self, warm: dict) -> None:
         self.substeps = warm["substeps"]
         self.iterations = warm["iterations"]
         self.compliance = warm["compliance"]
+        self.relaxation = warm["relaxation"]

@@ -171,11 +171,13 @@ def chebyshev_omega(iteration, rho, omega):
     return 4.0 / (4.0 - rho * rho * omega)
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def vbd_grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                    iterations, rho, force_sq):
-    """``iterations`` serial sweeps over the grid colours; returns sum |f|^2 of the
-    last, N^2."""
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                 iterations, rho, force_sq):
+    """The body of both grid sweep kernels: prange runs the rows of a colour in parallel
+    in vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two particles of a
+    colour share a spring: the same bits); returns sum |f|^2 of the last sweep, N^2,
+    summed in index order in both."""
     rows = x.shape[0] // cols
     inv_h = 1.0 / h
     omega = 1.0
@@ -183,38 +185,30 @@ def vbd_grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, b
         x_1[:] = x
     for it in range(iterations):
         for q in range(p):
-            for r in range(rows):
+            for r in prange(rows):
                 descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
                                  blocks, a, p, q, r, force_sq)
         if rho > 0.0:
             omega = chebyshev_omega(it, rho, omega)
             chebyshev_step(x, x_1, x_2, fixed, omega, it)
-    return force_sq.sum()
+    total = 0.0
+    for i in range(force_sq.shape[0]):
+        total += force_sq[i]
+    return total
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def vbd_grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                    iterations, rho, force_sq):
+    """``iterations`` serial sweeps over the grid colours; returns sum |f|^2 of the
+    last, N^2."""
+    return _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks,
+                        a, p, iterations, rho, force_sq)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def vbd_grid_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols,
                              blocks, a, p, iterations, rho, force_sq):
     """vbd_grid_sweeps with the rows of each colour in parallel (identical results)."""
-    rows = x.shape[0] // cols
-    inv_h = 1.0 / h
-    omega = 1.0
-    if rho > 0.0:
-        x_1[:] = x
-    for it in range(iterations):
-        for q in range(p):
-            _colour_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
-                             blocks, a, p, q, force_sq)
-        if rho > 0.0:
-            omega = chebyshev_omega(it, rho, omega)
-            chebyshev_step(x, x_1, x_2, fixed, omega, it)
-    return force_sq.sum()
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def _colour_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks, a,
-                     p, q, force_sq):
-    """The rows of colour q in parallel (no two of its particles share a spring)."""
-    for r in prange(rows):
-        descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks,
-                         a, p, q, r, force_sq)
+    return _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks,
+                        a, p, iterations, rho, force_sq)
