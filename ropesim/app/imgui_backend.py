@@ -255,10 +255,14 @@ class ImguiRenderer:
         once (the compiling notice, before the window freezes) lays them out first."""
         self._frame(build, frame_time, imgui.end_frame)
 
-    def _update_textures(self) -> None:
-        """Create, update or destroy GL textures as imgui asks (imgui >= 1.92)."""
+    def _update_textures(self) -> bool:
+        """Create, update or destroy GL textures as imgui asks (imgui >= 1.92);
+        True when any was."""
         status = imgui.ImTextureStatus
+        changed = False
         for tex in imgui.get_platform_io().textures:
+            changed = changed or tex.status in (status.want_create, status.want_updates,
+                                                status.want_destroy)
             if tex.status == status.want_create:
                 texture = self.ctx.texture((tex.width, tex.height), 4,
                                            np.ascontiguousarray(tex.get_pixels_array()).tobytes())
@@ -280,6 +284,7 @@ class ImguiRenderer:
                     texture.release()
                 tex.set_tex_id(0)
                 tex.status = status.destroyed
+        return changed
 
     def render(self, draw_data: Any) -> None:
         """Draw imgui's draw lists into the bound framebuffer (blending on, no depth).
@@ -288,7 +293,9 @@ class ImguiRenderer:
         commands, window size) is drawn once into its own texture and then only
         composited, so a still panel or the hotkey overlay costs one textured quad;
         a list that changed (hover, typing, a new value) is drawn directly at once."""
-        self._update_textures()
+        if self._update_textures():   # a glyph texture changed: no cached list holds it
+            for cached in self._cached:
+                cached.cached_key = None
         (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
         if w <= 0 or h <= 0 or bw <= 0 or bh <= 0:
             return
