@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from imgui_bundle import imgui, implot
 
@@ -148,3 +149,60 @@ def test_the_strain_legend_is_drawn_with_strain_colours(wide):
     assert [s for s, _ in stops] == [-c.options.strain_scale, 0.0, c.options.strain_scale]
     blue, red = stops[0][1], stops[-1][1]
     assert blue[2] > blue[0] and red[0] > red[2]
+
+
+class _OffscreenWindow:
+    """The parts of a moderngl-window window that ImguiRenderer reads, over an EGL
+    context drawing into an offscreen framebuffer."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        import moderngl
+
+        self.ctx = moderngl.create_standalone_context(backend="egl")
+        self.size = self.buffer_size = size
+        self.keys, self.modifiers = Keys, SimpleNamespace(shift=False, ctrl=False, alt=False)
+        self.fbo = self.ctx.simple_framebuffer(size, components=4)
+
+    def draw(self, renderer, build) -> np.ndarray:
+        """One frame over a green background: RGBA levels, rows from the top."""
+        self.fbo.use()
+        self.fbo.clear(0.2, 0.5, 0.3, 1.0)
+        renderer.render_frame(build, FRAME)
+        return np.frombuffer(self.fbo.read(components=4), np.uint8).reshape(
+            self.size[1], self.size[0], 4)[::-1].astype(int)
+
+
+def test_imgui_cached_lists_draw_the_same_pixels_and_hover_redraws_at_once():
+    """A draw list unchanged since the last frame is drawn once into a premultiplied
+    texture and composited: the same pixels as drawing it directly (within 8-bit
+    rounding of the premultiplication), and a hover changes the picture in the next frame."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+
+    wnd = _OffscreenWindow((1280, 720))   # wide enough for the full panel
+    renderer = ImguiRenderer(wnd)
+    try:
+        panel = Panel(ViewerController(load("cloth"), wnd.size))
+        for _ in range(4):   # windows sized and shown, then each list unchanged twice
+            wnd.draw(renderer, panel.draw)
+        cached_frame = wnd.draw(renderer, panel.draw)
+        composited = [c for c in renderer._cached if c.key is not None and c.cached_key is c.key]
+        assert composited, "no draw list was composited from its cache"
+        for cached in renderer._cached:
+            cached.key = None   # next frame: every list drawn directly
+        direct_frame = wnd.draw(renderer, panel.draw)
+        assert all(c.cached_key is not c.key for c in renderer._cached)
+        background = np.array([0.2, 0.5, 0.3, 1.0]) * 255
+        assert (np.abs(direct_frame - background).max(axis=2) > 8).mean() > 0.05   # a panel drawn
+        difference = np.abs(cached_frame - direct_frame)[..., :3]
+        assert difference.max() <= 2 and difference.mean() < 0.1
+
+        wnd.draw(renderer, panel.draw)   # cached again
+        before = wnd.draw(renderer, panel.draw)
+        (x0, y0), (x1, y1) = panel.item_rects[STIFFNESS]
+        renderer.input.mouse_position_event(x0 + 30.0, 0.5 * (y0 + y1))
+        hovered = wnd.draw(renderer, panel.draw)
+        rows, cols = slice(int(y0) + 2, int(y1) - 2), slice(int(x0) + 2, int(x1) - 2)
+        assert np.abs(hovered[rows, cols] - before[rows, cols]).max() > 10
+    finally:
+        renderer.release()
+        wnd.ctx.release()

@@ -53,6 +53,48 @@ void main() {
 """
 
 
+_COMPOSITE_VERTEX_SHADER = """
+#version 330
+out vec2 v_uv;
+void main() {
+    vec2 corner = vec2(float(gl_VertexID & 1), float(gl_VertexID >> 1));
+    v_uv = corner;
+    gl_Position = vec4(2.0 * corner - 1.0, 0.0, 1.0);
+}
+"""
+_COMPOSITE_FRAGMENT_SHADER = """
+#version 330
+uniform sampler2D u_texture;
+in vec2 v_uv;
+out vec4 out_color;
+void main() {
+    out_color = texture(u_texture, v_uv);   // premultiplied alpha
+}
+"""
+#: imgui's vertex layout (ImDrawVert): position (2 float32, window px), uv, colour RGBA8
+_VERTEX_DTYPE = np.dtype([("pos", "<f4", 2), ("uv", "<f4", 2), ("col", "<u4")])
+
+
+class _CachedList:
+    """One draw list drawn once into a texture (premultiplied alpha) and composited
+    while its vertices, indices and commands stay the same; ``rect`` is its
+    rectangle in framebuffer px (x, y from the top-left, width, height)."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None        # the list's contents last frame
+        self.cached_key: tuple | None = None  # the contents the texture holds
+        self.rect = (0, 0, 0, 0)
+        self.texture: moderngl.Texture | None = None
+        self.fbo: moderngl.Framebuffer | None = None
+
+    def release(self) -> None:
+        for obj in (self.fbo, self.texture):
+            if obj is not None:
+                obj.release()
+        self.fbo = self.texture = None
+        self.cached_key = None
+
+
 def _ui_font_path() -> Path | None:
     """A readable TrueType font shipped with imgui-bundle, if present."""
     import imgui_bundle
@@ -179,6 +221,11 @@ class ImguiRenderer:
             index_buffer=self._ibo, index_element_size=imgui.INDEX_SIZE,
         )
         self._textures: dict[int, moderngl.Texture] = {}
+        self._composite_program = self.ctx.program(vertex_shader=_COMPOSITE_VERTEX_SHADER,
+                                                   fragment_shader=_COMPOSITE_FRAGMENT_SHADER)
+        self._composite_program["u_texture"].value = 0
+        self._composite_vao = self.ctx.vertex_array(self._composite_program, [])
+        self._cached: list[_CachedList] = []
         self.input = ImguiInput(self.io, wnd.keys, lambda: wnd.modifiers)
         self.resize(*wnd.buffer_size)
 
@@ -208,10 +255,14 @@ class ImguiRenderer:
         once (the compiling notice, before the window freezes) lays them out first."""
         self._frame(build, frame_time, imgui.end_frame)
 
-    def _update_textures(self) -> None:
-        """Create, update or destroy GL textures as imgui asks (imgui >= 1.92)."""
+    def _update_textures(self) -> bool:
+        """Create, update or destroy GL textures as imgui asks (imgui >= 1.92);
+        True when any was."""
         status = imgui.ImTextureStatus
+        changed = False
         for tex in imgui.get_platform_io().textures:
+            changed = changed or tex.status in (status.want_create, status.want_updates,
+                                                status.want_destroy)
             if tex.status == status.want_create:
                 texture = self.ctx.texture((tex.width, tex.height), 4,
                                            np.ascontiguousarray(tex.get_pixels_array()).tobytes())
@@ -233,52 +284,137 @@ class ImguiRenderer:
                     texture.release()
                 tex.set_tex_id(0)
                 tex.status = status.destroyed
+        return changed
 
     def render(self, draw_data: Any) -> None:
-        """Draw imgui's draw lists into the bound framebuffer (blending on, no depth)."""
-        self._update_textures()
+        """Draw imgui's draw lists into the bound framebuffer (blending on, no depth).
+
+        A draw list that is the same as in the previous frame (vertices, indices,
+        commands, window size) is drawn once into its own texture and then only
+        composited, so a still panel or the hotkey overlay costs one textured quad;
+        a list that changed (hover, typing, a new value) is drawn directly at once."""
+        if self._update_textures():   # a glyph texture changed: no cached list holds it
+            for cached in self._cached:
+                cached.cached_key = None
         (w, h), (bw, bh) = self.wnd.size, self.wnd.buffer_size
         if w <= 0 or h <= 0 or bw <= 0 or bh <= 0:
             return
         scale = (bw / w, bh / h)
         draw_data.scale_clip_rects(imgui.ImVec2(*scale))
-        self._program["u_projection"].value = (
-            2.0 / w, 0.0, 0.0, 0.0,
-            0.0, -2.0 / h, 0.0, 0.0,
-            0.0, 0.0, -1.0, 0.0,
-            -1.0, 1.0, 0.0, 1.0,
-        )
         ctx = self.ctx
-        ctx.viewport = (0, 0, bw, bh)
+        target = ctx.fbo
         ctx.enable_only(moderngl.BLEND)
         ctx.blend_equation = moderngl.FUNC_ADD
-        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        for commands in draw_data.cmd_lists:
-            vtx_bytes = commands.vtx_buffer.size() * imgui.VERTEX_SIZE
-            idx_bytes = commands.idx_buffer.size() * imgui.INDEX_SIZE
-            if vtx_bytes > self._vbo.size:
-                self._vbo.orphan(2 * vtx_bytes)
-            if idx_bytes > self._ibo.size:
-                self._ibo.orphan(2 * idx_bytes)
-            self._vbo.write((ctypes.c_byte * vtx_bytes).from_address(commands.vtx_buffer.data_address()))
-            self._ibo.write((ctypes.c_byte * idx_bytes).from_address(commands.idx_buffer.data_address()))
-            for command in commands.cmd_buffer:
-                texture = self._textures.get(command.tex_ref.get_tex_id())
-                if texture is None:
-                    continue
-                texture.use(0)
-                x0, y0, x1, y1 = command.clip_rect
-                ctx.scissor = (int(x0), int(bh - y1), int(x1 - x0), int(y1 - y0))
-                self._vao.render(moderngl.TRIANGLES, vertices=command.elem_count,
-                                 first=command.idx_offset)
+        lists = list(draw_data.cmd_lists)
+        while len(self._cached) > len(lists):
+            self._cached.pop().release()
+        while len(self._cached) < len(lists):
+            self._cached.append(_CachedList())
+        for commands, cached in zip(lists, self._cached):
+            vtx = (ctypes.c_byte * (commands.vtx_buffer.size() * imgui.VERTEX_SIZE)).from_address(
+                commands.vtx_buffer.data_address())
+            idx = (ctypes.c_byte * (commands.idx_buffer.size() * imgui.INDEX_SIZE)).from_address(
+                commands.idx_buffer.data_address())
+            cmds = tuple((tuple(c.clip_rect), c.tex_ref.get_tex_id(), c.elem_count, c.idx_offset,
+                          c.vtx_offset) for c in commands.cmd_buffer)
+            key = (w, h, bw, bh, cmds, bytes(vtx), bytes(idx))
+            if key != cached.key:
+                cached.key = key
+                ctx.viewport = (0, 0, bw, bh)
+                ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+                self._draw_list(vtx, idx, commands, scale, (0, 0, bw, bh))
+                continue
+            if cached.cached_key is not cached.key:
+                self._draw_into_cache(cached, vtx, idx, commands, scale, (bw, bh))
+                target.use()
+            rx, ry, rw, rh = cached.rect
+            if cached.texture is None or rw <= 0 or rh <= 0:
+                continue
+            ctx.scissor = None
+            ctx.viewport = (rx, bh - ry - rh, rw, rh)
+            ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA   # premultiplied
+            cached.texture.use(0)
+            self._composite_vao.render(moderngl.TRIANGLE_STRIP, vertices=4)
+        ctx.viewport = (0, 0, bw, bh)
         ctx.scissor = None
         ctx.disable(moderngl.BLEND)
+
+    def _draw_list(self, vtx: Any, idx: Any, commands: Any, scale: tuple[float, float],
+                   rect: tuple[int, int, int, int]) -> None:
+        """Upload one draw list and draw its commands into ``rect`` (framebuffer px,
+        x, y from the top-left, width, height) of the bound framebuffer, whose
+        viewport is that rectangle."""
+        sx, sy = scale
+        rx, ry, rw, rh = rect
+        self._program["u_projection"].value = (
+            2.0 * sx / rw, 0.0, 0.0, 0.0,
+            0.0, -2.0 * sy / rh, 0.0, 0.0,
+            0.0, 0.0, -1.0, 0.0,
+            -1.0 - 2.0 * rx / rw, 1.0 + 2.0 * ry / rh, 0.0, 1.0,
+        )
+        if len(vtx) > self._vbo.size:
+            self._vbo.orphan(2 * len(vtx))
+        if len(idx) > self._ibo.size:
+            self._ibo.orphan(2 * len(idx))
+        self._vbo.write(vtx)
+        self._ibo.write(idx)
+        for command in commands.cmd_buffer:
+            texture = self._textures.get(command.tex_ref.get_tex_id())
+            if texture is None:
+                continue
+            x0, y0, x1, y1 = command.clip_rect
+            if x1 <= x0 or y1 <= y0:
+                continue
+            texture.use(0)
+            self.ctx.scissor = (int(x0) - rx, rh - (int(y1) - ry), int(x1 - x0), int(y1 - y0))
+            self._vao.render(moderngl.TRIANGLES, vertices=command.elem_count,
+                             first=command.idx_offset)
+
+    def _draw_into_cache(self, cached: _CachedList, vtx: Any, idx: Any, commands: Any,
+                         scale: tuple[float, float], size: tuple[int, int]) -> None:
+        """Draw one list into its cache texture over the rectangle its vertices and
+        clip rectangles cover (premultiplied alpha: colour blended by the source's
+        alpha, alpha accumulated as 1 - (1 - a1)(1 - a2)...)."""
+        sx, sy = scale
+        bw, bh = size
+        cached.cached_key = cached.key
+        positions = np.frombuffer(vtx, _VERTEX_DTYPE)["pos"] if len(vtx) else np.zeros((0, 2))
+        clips = np.array([tuple(c.clip_rect) for c in commands.cmd_buffer], dtype=np.float64)
+        if len(positions) == 0 or len(clips) == 0:
+            cached.rect = (0, 0, 0, 0)
+            return
+        x0 = max(0.0, positions[:, 0].min() * sx, clips[:, 0].min())
+        y0 = max(0.0, positions[:, 1].min() * sy, clips[:, 1].min())
+        x1 = min(float(bw), positions[:, 0].max() * sx, clips[:, 2].max())
+        y1 = min(float(bh), positions[:, 1].max() * sy, clips[:, 3].max())
+        rx, ry = int(np.floor(x0)), int(np.floor(y0))
+        rw, rh = int(np.ceil(x1)) - rx, int(np.ceil(y1)) - ry
+        cached.rect = (rx, ry, rw, rh)
+        if rw <= 0 or rh <= 0:
+            return
+        if cached.texture is None or cached.texture.size != (rw, rh):
+            cached.release()
+            cached.cached_key = cached.key
+            cached.texture = self.ctx.texture((rw, rh), 4)
+            cached.texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
+            cached.fbo = self.ctx.framebuffer(color_attachments=[cached.texture])
+        cached.fbo.use()
+        cached.fbo.clear(0.0, 0.0, 0.0, 0.0)
+        self.ctx.viewport = (0, 0, rw, rh)
+        self.ctx.blend_func = (moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA,
+                               moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA)
+        self._draw_list(vtx, idx, commands, scale, (rx, ry, rw, rh))
+        self.ctx.scissor = None
 
     def release(self) -> None:
         for texture in self._textures.values():
             texture.release()
         self._textures.clear()
-        for obj in (self._vao, self._vbo, self._ibo, self._program):
+        for cached in self._cached:
+            cached.release()
+        self._cached.clear()
+        for obj in (self._vao, self._vbo, self._ibo, self._program, self._composite_vao,
+                    self._composite_program):
             obj.release()
         implot.destroy_context(self.plot_context)
         imgui.destroy_context(self.context)
