@@ -263,7 +263,10 @@ class ImguiRenderer:
         for tex in imgui.get_platform_io().textures:
             changed = changed or tex.status in (status.want_create, status.want_updates,
                                                 status.want_destroy)
-            if tex.status == status.want_create:
+            if tex.status == status.want_create or (
+                    tex.status == status.want_updates and tex.tex_id not in self._textures):
+                # (an update of a texture this renderer never made, e.g. one of an earlier
+                # renderer on the same imgui context, is uploaded whole as a new one)
                 texture = self.ctx.texture((tex.width, tex.height), 4,
                                            np.ascontiguousarray(tex.get_pixels_array()).tobytes())
                 texture.filter = (moderngl.LINEAR, moderngl.LINEAR)

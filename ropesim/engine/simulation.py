@@ -462,6 +462,12 @@ class Simulation(TopologyEditing):
         self._watch_energy()
         self._rebase_due = True  # a collider put onto the cloth gives it energy
 
+    @property
+    def energy_checked(self) -> bool:
+        """Whether the divergence check's energy criterion is on: off while attached
+        forces or moving colliders do work it cannot see (docs/divergence.md)."""
+        return self._health.energy_check
+
     def _watch_energy(self) -> None:
         """Attached forces and moving colliders do work the energy criterion cannot see
         (docs/divergence.md): it is off while any acts."""
