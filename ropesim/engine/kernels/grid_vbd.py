@@ -131,22 +131,74 @@ def descend_grid_particle(x, x_t, y, inv_mass, rest, k, c, inv_h, rows, cols, bl
     return newton_move(x, i, block)
 
 
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def descend_grid_pair(x, x_t, y, inv_mass, rest, k, c, inv_h, cols, blocks, r, col, col2):
+    """descend_grid_particle for two interior particles of one colour and row, (r, col)
+    and (r, col2), their spring terms interleaved (two independent dependency chains
+    for the CPU to overlap; each particle's terms are summed in the same order as
+    alone: the same bits); returns (|f|^2, |f2|^2) before the steps."""
+    i = r * cols + col
+    i2 = r * cols + col2
+    block = inertia_block(x, y, i, inv_mass, inv_h)
+    block2 = inertia_block(x, y, i2, inv_mass, inv_h)
+    for b in range(blocks.shape[0]):
+        dr, dc, first, c0 = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
+        width = blocks[b, 4] - c0
+        s = first + (r - dr) * width + col - dc - c0
+        s2 = s + col2 - col
+        block = add_spring(block, x, x_t, i, i - dr * cols - dc, rest[s], k[s], c[s], inv_h)
+        block2 = add_spring(block2, x, x_t, i2, i2 - dr * cols - dc, rest[s2], k[s2], c[s2],
+                            inv_h)
+        s = first + r * width + col - c0
+        s2 = s + col2 - col
+        block = add_spring(block, x, x_t, i, i + dr * cols + dc, rest[s], k[s], c[s], inv_h)
+        block2 = add_spring(block2, x, x_t, i2, i2 + dr * cols + dc, rest[s2], k[s2], c[s2],
+                            inv_h)
+    return newton_move(x, i, block), newton_move(x, i2, block2)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def grid_interior(rows, cols, blocks):
+    """(r_lo, r_hi, c_lo, c_hi): the particles (r, c), r in [r_lo, r_hi), c in [c_lo,
+    c_hi), that have both springs of every block (descend_grid_pair's particles)."""
+    r_lo, r_hi, c_lo, c_hi = 0, rows, 0, cols
+    for b in range(blocks.shape[0]):
+        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
+        r_lo = max(r_lo, dr)
+        r_hi = min(r_hi, rows - dr)
+        c_lo = max(c_lo, max(c0, c0 + dc))
+        c_hi = min(c_hi, min(c1, c1 + dc))
+    return r_lo, r_hi, c_lo, c_hi
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks, a,
-                     p, q, r, force_sq):
+                     p, q, r, interior, force_sq):
     """descend_grid_particle for the particles of colour q in grid row r (a call of its
     own: a prange index may arrive unsigned, and uint64 * int64 is a float in numba, so
-    the row is made an int64 first)."""
+    the row is made an int64 first), two at a time by descend_grid_pair where both are
+    free and inside ``interior`` (grid_interior's bounds)."""
     row = np.int64(r)
+    r_lo, r_hi, c_lo, c_hi = interior
+    inside_rows = r_lo <= row < r_hi
     for start in range(p):
         if (row + a * start) % p == q:
-            for col in range(start, cols, p):
+            col = start
+            while col < cols:
                 i = row * cols + col
+                col2 = col + p
+                if (inside_rows and c_lo <= col and col2 < c_hi and not fixed[i]
+                        and not fixed[i + p]):
+                    force_sq[i], force_sq[i + p] = descend_grid_pair(
+                        x, x_t, y, inv_mass, rest, k, c, inv_h, cols, blocks, row, col, col2)
+                    col += 2 * p
+                    continue
                 if fixed[i]:
                     force_sq[i] = 0.0
                 else:
                     force_sq[i] = descend_grid_particle(x, x_t, y, inv_mass, rest, k, c,
                                                         inv_h, rows, cols, blocks, row, col)
+                col += p
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -183,11 +235,12 @@ def _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, bloc
     omega = 1.0
     if rho > 0.0:
         x_1[:] = x
+    interior = grid_interior(rows, cols, blocks)
     for it in range(iterations):
         for q in range(p):
             for r in prange(rows):
                 descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
-                                 blocks, a, p, q, r, force_sq)
+                                 blocks, a, p, q, r, interior, force_sq)
         if rho > 0.0:
             omega = chebyshev_omega(it, rho, omega)
             chebyshev_step(x, x_1, x_2, fixed, omega, it)
