@@ -42,9 +42,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.grid import grid_layout
-from ..kernels.grid_vbd import (add_spring, chebyshev_omega, chebyshev_step,
-                                grid_colour_pattern, grid_vertex_colouring, inertia_block,
-                                newton_move, vbd_grid_sweeps, vbd_grid_sweeps_parallel)
+from ..kernels.grid_vbd import (add_spring, chebyshev_accelerate, grid_colour_pattern,
+                                grid_vertex_colouring, inertia_block, newton_move, summed,
+                                vbd_grid_sweeps, vbd_grid_sweeps_parallel)
 from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
@@ -150,13 +150,8 @@ def _list_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, adj_starts, adj_springs, 
                 _descend(lo + size * t // CHUNKS, lo + size * (t + 1) // CHUNKS, order, x,
                          x_t, y, inv_mass, fixed, adj_starts, adj_springs, adj_others, rest,
                          k, c, h, force_sq)
-        if rho > 0.0:
-            omega = chebyshev_omega(it, rho, omega)
-            chebyshev_step(x, x_1, x_2, fixed, omega, it)
-    total = 0.0
-    for i in range(force_sq.shape[0]):
-        total += force_sq[i]
-    return total
+        omega = chebyshev_accelerate(x, x_1, x_2, fixed, it, rho, omega)
+    return summed(force_sq)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)

@@ -223,6 +223,25 @@ def chebyshev_omega(iteration, rho, omega):
     return 4.0 / (4.0 - rho * rho * omega)
 
 
+@njit(cache=True, inline="always")
+def chebyshev_accelerate(x, x_1, x_2, fixed, iteration, rho, omega):
+    """After a sweep: the Chebyshev step with the next weight when rho > 0 (x_1, x_2
+    the iterates one and two iterations back); returns the weight (1 while off)."""
+    if rho > 0.0:
+        omega = chebyshev_omega(iteration, rho, omega)
+        chebyshev_step(x, x_1, x_2, fixed, omega, iteration)
+    return omega
+
+
+@njit(cache=True, inline="always")
+def summed(values):
+    """The sum of a 1-d array in index order (the same bits whatever ran before)."""
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += values[i]
+    return total
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
                  iterations, rho, force_sq):
@@ -241,13 +260,8 @@ def _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, bloc
             for r in prange(rows):
                 descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
                                  blocks, a, p, q, r, interior, force_sq)
-        if rho > 0.0:
-            omega = chebyshev_omega(it, rho, omega)
-            chebyshev_step(x, x_1, x_2, fixed, omega, it)
-    total = 0.0
-    for i in range(force_sq.shape[0]):
-        total += force_sq[i]
-    return total
+        omega = chebyshev_accelerate(x, x_1, x_2, fixed, it, rho, omega)
+    return summed(force_sq)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
