@@ -2,8 +2,8 @@
 
 On a grid cloth (kernels.grid.grid_layout) the implicit step uses an aggregation multigrid
 cycle as the preconditioner: Jacobi's ~500 iterations for a stiff cloth at dt = 1/60
-become ~13. Level l + 1 merges 2 x 2 nodes of level l (piecewise-constant
-prolongation P); its operator is the Galerkin product P^T A_l P, which for a
+become ~13. Level l + 1 merges 2 x 2 nodes of level l (2 x 1 along a side shorter than
+4 nodes: a rope is a 1 x n grid; piecewise-constant prolongation P); its operator is the Galerkin product P^T A_l P, which for a
 "mass + spring-Laplacian" operator is again one: the node blocks are summed, the edge
 blocks of the edges between two aggregates are summed into a coarse edge, edges inside
 an aggregate drop out, and an edge to a fixed node is added to the free end's node
@@ -50,11 +50,15 @@ class GridMultigrid:
             pb = padded_edges(r, c, offs)
             dims.append((r, c))
             pbs.append(pb)
-            if r * c <= coarsest or min(r, c) < 4:
+            # a side of 4 or more nodes is halved, a shorter one kept (semi-coarsening:
+            # a rope is a 1 x n grid, a strip of cloth 2 x n), so the dense coarsest
+            # level stays small for every shape
+            fr, fc = (2 if r >= 4 else 1), (2 if c >= 4 else 1)
+            if r * c <= coarsest or fr == fc == 1:
                 break
-            rc, cc = (r + 1) // 2, (c + 1) // 2
+            rc, cc = (r + fr - 1) // fr, (c + fc - 1) // fc
             node = np.arange(r * c)
-            agg = (node // c // 2) * cc + (node % c) // 2
+            agg = (node // c // fr) * cc + (node % c) // fc
             # every edge slot of this level: lower end a, upper end a + shift
             lo_list, hi_list, valid_list = [], [], []
             for (dr, dc), (base, count, shift) in zip(offs, pb):
