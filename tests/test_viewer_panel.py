@@ -14,7 +14,7 @@ from imgui_bundle import imgui, implot
 
 from ropesim.app.controller import ViewerController
 from ropesim.app.imgui_backend import ImguiInput
-from ropesim.app.layout import COLLAPSE_BELOW_PX
+from ropesim.app.layout import COLLAPSE_BELOW_PX, MARGIN
 from ropesim.app.panel import Panel
 from ropesim.render.renderer import strain_color_stops
 from ropesim.app.parameters import SCALE_LIMITS
@@ -203,6 +203,62 @@ def test_imgui_cached_lists_draw_the_same_pixels_and_hover_redraws_at_once():
         hovered = wnd.draw(renderer, panel.draw)
         rows, cols = slice(int(y0) + 2, int(y1) - 2), slice(int(x0) + 2, int(x1) - 2)
         assert np.abs(hovered[rows, cols] - before[rows, cols]).max() > 10
+    finally:
+        renderer.release()
+        wnd.ctx.release()
+
+
+def test_running_panel_is_composited_between_readout_refreshes_and_a_click_shows_at_once():
+    """While the cloth runs, the panel's numbers and plots refresh READOUT_HZ times a
+    second of wall time: between refreshes every draw list is the same as in the frame
+    before and is composited from its cache; a refresh shows the new simulated time;
+    a click on Pause shows "paused" in the status area in the very next frame."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+    from ropesim.app.readouts import READOUT_HZ
+
+    wnd = _OffscreenWindow((1280, 720))
+    renderer = ImguiRenderer(wnd)
+    wall = [0.0]
+    try:
+        controller = ViewerController(load("cloth"), wnd.size)
+        panel = Panel(controller, clock=lambda: wall[0])
+
+        def running_frame() -> np.ndarray:
+            controller.advance(FRAME)
+            wall[0] += FRAME
+            return wnd.draw(renderer, panel.draw)
+
+        for _ in range(4):   # windows sized and shown
+            running_frame()
+        period = round(1.0 / (READOUT_HZ * FRAME))   # frames between refreshes
+        refreshes, composited, times = panel.live.refreshes, [], []
+        for _ in range(2 * period):
+            before = controller.sim.time
+            running_frame()
+            assert controller.sim.time > before   # the simulation runs every frame
+            composited.append(all(c.cached_key is c.key for c in renderer._cached))
+            times.append(panel.live.shown("status")[1][1])
+        assert panel.live.refreshes - refreshes == 2   # two refreshes in two periods
+        # every frame but a refresh and the one after it (drawn into the cache) composites
+        assert sum(composited) >= 2 * (period - 2)
+        assert len(set(times)) == 3 and all("t = " in t for t in times)   # the one before, 2 new
+
+        # between refreshes, a hover over a slider shows in the next frame
+        (x0, y0), (x1, y1) = panel.item_rects[STIFFNESS]
+        rows, cols = slice(int(y0) + 2, int(y1) - 2), slice(int(x0) + 2, int(x1) - 2)
+        before = running_frame()
+        refreshes = panel.live.refreshes
+        renderer.input.mouse_position_event(x0 + 30.0, 0.5 * (y0 + y1))
+        hovered = running_frame()
+        assert panel.live.refreshes == refreshes   # not a refresh frame
+        assert np.abs(hovered[rows, cols] - before[rows, cols]).max() > 10
+
+        # a pause (Space, or the Pause button) shows in the status area in the next frame
+        status_rows = slice(int(MARGIN) + 25, int(MARGIN) + 45)
+        controller.toggle_pause()
+        paused = running_frame()
+        assert panel.live.shown("status")[0][1].startswith("paused")
+        assert np.abs(paused[status_rows, :300] - hovered[status_rows, :300]).max() > 10
     finally:
         renderer.release()
         wnd.ctx.release()

@@ -25,6 +25,7 @@ from imgui_bundle import imgui, implot
 
 from ..engine.stability import StabilityGauge
 from .history import MB
+from .readouts import LiveReadouts, draw_text_lines
 from .timeline import BUDGET_LAYERS
 
 GREEN = (0.35, 0.85, 0.4, 1.0)
@@ -70,22 +71,13 @@ class TimelineSection:
     def __init__(self) -> None:
         self.gauge = GaugeReading()
 
-    def draw(self, c: Any, width: float) -> None:
-        """Build the section's widgets (inside the panel window)."""
+    def draw(self, c: Any, width: float, live: LiveReadouts) -> None:
+        """Build the section's widgets (inside the panel window); its numbers are the
+        read-outs of ``live`` (refreshed a few times a second)."""
         timeline = c.timeline
-        if timeline.replaying:
-            replay = timeline.replay
-            imgui.text_colored(imgui.ImVec4(*AMBER), "replay: nothing is simulated")
-            imgui.text_colored(imgui.ImVec4(*DIM), "(step, integrator and parameters are off)")
-            imgui.text(f"{replay.name}: frame {replay.index + 1} / {len(replay)}, "
-                       f"{replay.duration:.2f} s")
-        else:
-            history = timeline.history
-            imgui.text(f"history holds {history.seconds_held:.2f} s ({len(history)} frames)")
-            imgui.text_colored(imgui.ImVec4(*DIM), f"{history.nbytes / MB:.1f} of "
-                               f"{history.budget_mb:g} MB (--history-mb)")
-        changed, value = imgui.slider_float("##timeline", float(timeline.fraction), 0.0, 1.0,
-                                            f"t = {c.sim.time:.3f} s")
+        lines, fraction, label = live.get("timeline", lambda: self._readouts(c))
+        draw_text_lines(lines)
+        changed, value = imgui.slider_float("##timeline", fraction, 0.0, 1.0, label)
         if changed:
             timeline.scrub_to(value)
         if imgui.button("<##back"):
@@ -106,6 +98,23 @@ class TimelineSection:
         self._gauge(c)
         if timeline.branch is not None:
             self._branch_plot(timeline.branch, width, c.sim.time)
+
+    @staticmethod
+    def _readouts(c: Any) -> tuple[list[tuple[imgui.ImVec4 | None, str]], float, str]:
+        """The section's text lines (colour or None, text), the slider's fraction and label."""
+        timeline = c.timeline
+        if timeline.replaying:
+            replay = timeline.replay
+            lines = [(imgui.ImVec4(*AMBER), "replay: nothing is simulated"),
+                     (imgui.ImVec4(*DIM), "(step, integrator and parameters are off)"),
+                     (None, f"{replay.name}: frame {replay.index + 1} / {len(replay)}, "
+                            f"{replay.duration:.2f} s")]
+        else:
+            history = timeline.history
+            lines = [(None, f"history holds {history.seconds_held:.2f} s ({len(history)} frames)"),
+                     (imgui.ImVec4(*DIM),
+                      f"{history.nbytes / MB:.1f} of {history.budget_mb:g} MB (--history-mb)")]
+        return lines, float(timeline.fraction), f"t = {c.sim.time:.3f} s"
 
     def _gauge(self, c: Any) -> None:
         if c.timeline.replaying:
@@ -158,7 +167,9 @@ class EnergyBudgetPlot:
     budget as stacked areas (kinetic, elastic, then each loss since tracking began) under
     the line they reach when the budget closes (initial + inputs - potentials)."""
 
-    def draw(self, c: Any, width: float) -> None:
+    def draw(self, c: Any, width: float, live: LiveReadouts) -> None:
+        """Build the checkbox and, while tracking, the balance and the plot (the read-outs
+        of ``live``, refreshed a few times a second)."""
         timeline = c.timeline
         if timeline.replaying:
             return
@@ -167,13 +178,11 @@ class EnergyBudgetPlot:
             timeline.set_budget_tracking(on)
         if not c.sim.track_energy:
             return
-        series = timeline.budget.series()
-        if len(series["time"]) < 2:
+        series, balance = live.get("budget", lambda: self._readouts(c))
+        if series is None:
             imgui.text_colored(imgui.ImVec4(*DIM), "(tracking: samples follow)")
             return
-        b = c.sim.energy_budget()
-        imgui.text_colored(imgui.ImVec4(*DIM), f"balance {b.balance:+.3g} J "
-                           f"({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
+        imgui.text_colored(imgui.ImVec4(*DIM), balance)
         imgui.text_colored(imgui.ImVec4(*DIM), "line: initial + inputs - potentials")
         layers = tuple(name for name in BUDGET_LAYERS if np.any(series[name] != 0.0))
         flags = implot.AxisFlags_.auto_fit
@@ -187,6 +196,16 @@ class EnergyBudgetPlot:
                 lower = upper
             implot.plot_line("##available", time, series["available"])
             implot.end_plot()
+
+    @staticmethod
+    def _readouts(c: Any) -> tuple[dict[str, np.ndarray] | None, str]:
+        """Copies of the budget's series (None under two samples) and the balance line."""
+        series = c.timeline.budget.series()
+        if len(series["time"]) < 2:
+            return None, ""
+        b = c.sim.energy_budget()
+        return ({name: np.array(values) for name, values in series.items()},
+                f"balance {b.balance:+.3g} J ({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
 
 
 __all__ = ["EnergyBudgetPlot", "GaugeReading", "TimelineSection", "gauge_color", "stacked"]
