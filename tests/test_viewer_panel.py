@@ -262,3 +262,35 @@ def test_running_panel_is_composited_between_readout_refreshes_and_a_click_shows
     finally:
         renderer.release()
         wnd.ctx.release()
+
+
+def test_a_list_expected_to_stay_is_drawn_into_its_cache_at_once_with_the_same_pixels():
+    """When the build says its lists will stay (the window's panel build returns True in a
+    frame that refreshed the read-outs), a list that changed is drawn into its cache and
+    composited in that same frame: the same pixels as drawing it directly."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+
+    wnd = _OffscreenWindow((1280, 720))
+    renderer = ImguiRenderer(wnd)
+    try:
+        panel = Panel(ViewerController(load("cloth"), wnd.size))
+        for _ in range(4):   # windows sized and shown
+            wnd.draw(renderer, panel.draw)
+        for cached in renderer._cached:
+            cached.key = None   # every list changed
+        direct_frame = wnd.draw(renderer, panel.draw)
+        assert all(c.cached_key is not c.key for c in renderer._cached)   # drawn directly
+        for cached in renderer._cached:
+            cached.key = None
+
+        def build_expecting_still() -> bool:
+            panel.draw()
+            return True
+
+        cached_frame = wnd.draw(renderer, build_expecting_still)
+        assert all(c.cached_key is c.key for c in renderer._cached)    # cached at once
+        difference = np.abs(cached_frame - direct_frame)[..., :3]
+        assert difference.max() <= 2 and difference.mean() < 0.1
+    finally:
+        renderer.release()
+        wnd.ctx.release()

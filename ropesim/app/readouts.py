@@ -55,6 +55,11 @@ class LiveReadouts:
             self.refreshes += 1
         return self._fresh
 
+    @property
+    def fresh(self) -> bool:
+        """Whether this frame recomputes the read-outs (set by :meth:`begin_frame`)."""
+        return self._fresh
+
     def get(self, name: str, compute: Callable[[], T]) -> T:
         """The read-out ``name``: ``compute()`` in a refreshing frame (or the first time),
         else the value it gave then."""

@@ -186,7 +186,13 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.renderer.draw(c.camera, width, height, c.options, multisample=self._scene_layer())
         self.overlay.draw(c.overlay_lines(), width, height)
         # the panel builds an empty frame while hidden: imgui's input queue stays current
-        self.imgui.render_frame(self.panel.draw, frame_time)
+        self.imgui.render_frame(self._build_panel, frame_time)
+
+    def _build_panel(self) -> bool:
+        """The panel's widgets; True when it refreshed its read-outs (its draw lists then
+        stay the same until the next refresh: imgui_backend caches them at once)."""
+        self.panel.draw()
+        return self.panel.live.fresh
 
     def _warm_up(self, frame_time: float) -> None:
         """A new scene or integrator: show "compiling kernels" on screen, then run its
