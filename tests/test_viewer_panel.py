@@ -294,3 +294,31 @@ def test_a_list_expected_to_stay_is_drawn_into_its_cache_at_once_with_the_same_p
     finally:
         renderer.release()
         wnd.ctx.release()
+
+
+def test_live_readouts_refresh_at_their_rate_at_once_on_a_state_change_and_say_when_kept():
+    """LiveReadouts recomputes its values once a period of wall time (and at once when the
+    state changes); a refresh counts as kept for the next frame only while frames come
+    faster than refreshes."""
+    from ropesim.app.readouts import KEPT_SHARE, LiveReadouts
+
+    wall = [0.0]
+    live = LiveReadouts(hz=8.0, clock=lambda: wall[0])
+    counter = iter(range(1000))
+    shown = []
+    for frame in range(32):   # 64 frames/s for 0.5 s: a refresh every 8 frames
+        live.begin_frame("running")
+        shown.append(live.get("n", lambda: next(counter)))
+        wall[0] += 1.0 / 64.0
+    assert shown == [k // 8 for k in range(32)]
+    assert live.refreshes == 4
+    live.begin_frame("paused")                  # a state change refreshes at once
+    assert live.get("n", lambda: next(counter)) == 4 and live.kept_next_frame
+    wall[0] += 1.0 / 64.0
+    live.begin_frame("paused")
+    assert live.get("n", lambda: next(counter)) == 4 and not live.kept_next_frame
+    wall[0] += KEPT_SHARE / 8.0 + 0.01          # a frame slower than KEPT_SHARE of a period
+    live.begin_frame("paused")
+    assert live.get("n", lambda: next(counter)) == 5 and not live.kept_next_frame
+    with pytest.raises(ValueError, match="hz"):
+        LiveReadouts(hz=0.0)

@@ -23,6 +23,7 @@ from typing import Callable, Hashable, Sequence, TypeVar
 from imgui_bundle import imgui
 
 READOUT_HZ = 5.0   # refreshes of the panel's live numbers and plots per second of wall time
+KEPT_SHARE = 0.8   # a refresh is kept for the next frame when frames take under this of a period
 
 T = TypeVar("T")
 
@@ -41,6 +42,8 @@ class LiveReadouts:
         self._values: dict[str, object] = {}
         self._state: Hashable = None
         self._last_s: float | None = None
+        self._frame_start_s: float | None = None
+        self._frame_s: float | None = None    # wall time from the last frame's start to this one's
         self._fresh = True
 
     def begin_frame(self, state: Hashable) -> bool:
@@ -50,15 +53,20 @@ class LiveReadouts:
         self._fresh = (self._last_s is None or state != self._state
                        or now - self._last_s >= self.period_s)
         self._state = state
+        self._frame_s = now - self._frame_start_s if self._frame_start_s is not None else None
+        self._frame_start_s = now
         if self._fresh:
             self._last_s = now
             self.refreshes += 1
         return self._fresh
 
     @property
-    def fresh(self) -> bool:
-        """Whether this frame recomputes the read-outs (set by :meth:`begin_frame`)."""
-        return self._fresh
+    def kept_next_frame(self) -> bool:
+        """Whether this frame refreshed the read-outs and the next frame will most likely
+        show them unchanged (frames come faster than refreshes: the last one took under
+        KEPT_SHARE of a period); then caching what they draw pays at once."""
+        return bool(self._fresh and self._frame_s is not None
+                    and self._frame_s < KEPT_SHARE * self.period_s)
 
     def get(self, name: str, compute: Callable[[], T]) -> T:
         """The read-out ``name``: ``compute()`` in a refreshing frame (or the first time),
@@ -81,4 +89,4 @@ def draw_text_lines(lines: Sequence[tuple[imgui.ImVec4 | None, str]]) -> None:
             imgui.text_colored(color, text)
 
 
-__all__ = ["LiveReadouts", "READOUT_HZ", "draw_text_lines"]
+__all__ = ["KEPT_SHARE", "LiveReadouts", "READOUT_HZ", "draw_text_lines"]

@@ -189,10 +189,11 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.imgui.render_frame(self._build_panel, frame_time)
 
     def _build_panel(self) -> bool:
-        """The panel's widgets; True when it refreshed its read-outs (its draw lists then
-        stay the same until the next refresh: imgui_backend caches them at once)."""
+        """The panel's widgets; True when it refreshed its read-outs and the next frame
+        comes before the next refresh (its draw lists then stay the same: imgui_backend
+        caches them at once)."""
         self.panel.draw()
-        return self.panel.live.fresh
+        return self.panel.live.kept_next_frame
 
     def _warm_up(self, frame_time: float) -> None:
         """A new scene or integrator: show "compiling kernels" on screen, then run its
