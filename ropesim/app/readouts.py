@@ -18,8 +18,9 @@ integrator, a divergence, a recording started or stopped).
 from __future__ import annotations
 
 import time
-from typing import Callable, Hashable, Sequence, TypeVar
+from typing import Callable, Hashable, Mapping, Sequence, TypeVar
 
+import numpy as np
 from imgui_bundle import imgui
 
 READOUT_HZ = 5.0   # refreshes of the panel's live numbers and plots per second of wall time
@@ -80,6 +81,12 @@ class LiveReadouts:
         return self._values[name]
 
 
+def copied(series: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Copies of a read-out's arrays (the source's buffers keep changing under a plot
+    shown until the next refresh)."""
+    return {name: np.array(values) for name, values in series.items()}
+
+
 def draw_text_lines(lines: Sequence[tuple[imgui.ImVec4 | None, str]]) -> None:
     """imgui text lines, each (colour, or None for the default colour, text)."""
     for color, text in lines:
@@ -89,4 +96,4 @@ def draw_text_lines(lines: Sequence[tuple[imgui.ImVec4 | None, str]]) -> None:
             imgui.text_colored(color, text)
 
 
-__all__ = ["KEPT_SHARE", "LiveReadouts", "READOUT_HZ", "draw_text_lines"]
+__all__ = ["KEPT_SHARE", "LiveReadouts", "READOUT_HZ", "copied", "draw_text_lines"]

@@ -25,7 +25,7 @@ from imgui_bundle import imgui, implot
 
 from ..engine.stability import StabilityGauge
 from .history import MB
-from .readouts import LiveReadouts, draw_text_lines
+from .readouts import LiveReadouts, copied, draw_text_lines
 from .timeline import BUDGET_LAYERS
 
 GREEN = (0.35, 0.85, 0.4, 1.0)
@@ -97,7 +97,9 @@ class TimelineSection:
                 timeline.save_history()
         self._gauge(c)
         if timeline.branch is not None:
-            self._branch_plot(timeline.branch, width, c.sim.time)
+            series, shown = live.get("branch", lambda: (copied(timeline.branch.series.series()),
+                                                         c.sim.time))
+            self._branch_plot(timeline.branch, series, width, shown)
 
     @staticmethod
     def _readouts(c: Any) -> tuple[list[tuple[imgui.ImVec4 | None, str]], float, str]:
@@ -129,10 +131,10 @@ class TimelineSection:
             imgui.same_line()
             imgui.text_colored(imgui.ImVec4(*DIM), f"{c.sim.integrator}: any dt")
 
-    def _branch_plot(self, branch: Any, width: float, shown: float) -> None:
-        """RMS difference (left axis) and both energies (right axis) over time; a
-        vertical line marks the shown moment (s)."""
-        series = branch.series.series()
+    def _branch_plot(self, branch: Any, series: dict[str, np.ndarray], width: float,
+                     shown: float) -> None:
+        """RMS difference (left axis) and both energies (right axis) over time (the
+        branch's ``series`` as last read); a vertical line marks the shown moment (s)."""
         if branch.diverged:
             imgui.text_colored(imgui.ImVec4(*RED), branch.diverged)
         if len(series["time"]) < 2:
@@ -204,8 +206,8 @@ class EnergyBudgetPlot:
         if len(series["time"]) < 2:
             return None, ""
         b = c.sim.energy_budget()
-        return ({name: np.array(values) for name, values in series.items()},
-                f"balance {b.balance:+.3g} J ({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
+        return copied(series), (f"balance {b.balance:+.3g} J "
+                                f"({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
 
 
 __all__ = ["EnergyBudgetPlot", "GaugeReading", "TimelineSection", "gauge_color", "stacked"]
