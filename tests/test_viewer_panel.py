@@ -14,7 +14,7 @@ from imgui_bundle import imgui, implot
 
 from ropesim.app.controller import ViewerController
 from ropesim.app.imgui_backend import ImguiInput
-from ropesim.app.layout import COLLAPSE_BELOW_PX
+from ropesim.app.layout import COLLAPSE_BELOW_PX, MARGIN
 from ropesim.app.panel import Panel
 from ropesim.render.renderer import strain_color_stops
 from ropesim.app.parameters import SCALE_LIMITS
@@ -206,3 +206,119 @@ def test_imgui_cached_lists_draw_the_same_pixels_and_hover_redraws_at_once():
     finally:
         renderer.release()
         wnd.ctx.release()
+
+
+def test_running_panel_is_composited_between_readout_refreshes_and_a_click_shows_at_once():
+    """While the cloth runs, the panel's numbers and plots refresh READOUT_HZ times a
+    second of wall time: between refreshes every draw list is the same as in the frame
+    before and is composited from its cache; a refresh shows the new simulated time;
+    a click on Pause shows "paused" in the status area in the very next frame."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+    from ropesim.app.readouts import READOUT_HZ
+
+    wnd = _OffscreenWindow((1280, 720))
+    renderer = ImguiRenderer(wnd)
+    wall = [0.0]
+    try:
+        controller = ViewerController(load("cloth"), wnd.size)
+        panel = Panel(controller, clock=lambda: wall[0])
+
+        def running_frame() -> np.ndarray:
+            controller.advance(FRAME)
+            wall[0] += FRAME
+            return wnd.draw(renderer, panel.draw)
+
+        for _ in range(4):   # windows sized and shown
+            running_frame()
+        period = round(1.0 / (READOUT_HZ * FRAME))   # frames between refreshes
+        refreshes, composited, times = panel.live.refreshes, [], []
+        for _ in range(2 * period):
+            before = controller.sim.time
+            running_frame()
+            assert controller.sim.time > before   # the simulation runs every frame
+            composited.append(all(c.cached_key is c.key for c in renderer._cached))
+            times.append(panel.live.shown("status")[1][1])
+        assert panel.live.refreshes - refreshes == 2   # two refreshes in two periods
+        # every frame but a refresh and the one after it (drawn into the cache) composites
+        assert sum(composited) >= 2 * (period - 2)
+        assert len(set(times)) == 3 and all("t = " in t for t in times)   # the one before, 2 new
+
+        # between refreshes, a hover over a slider shows in the next frame
+        (x0, y0), (x1, y1) = panel.item_rects[STIFFNESS]
+        rows, cols = slice(int(y0) + 2, int(y1) - 2), slice(int(x0) + 2, int(x1) - 2)
+        before = running_frame()
+        refreshes = panel.live.refreshes
+        renderer.input.mouse_position_event(x0 + 30.0, 0.5 * (y0 + y1))
+        hovered = running_frame()
+        assert panel.live.refreshes == refreshes   # not a refresh frame
+        assert np.abs(hovered[rows, cols] - before[rows, cols]).max() > 10
+
+        # a pause (Space, or the Pause button) shows in the status area in the next frame
+        status_rows = slice(int(MARGIN) + 25, int(MARGIN) + 45)
+        controller.toggle_pause()
+        paused = running_frame()
+        assert panel.live.shown("status")[0][1].startswith("paused")
+        assert np.abs(paused[status_rows, :300] - hovered[status_rows, :300]).max() > 10
+    finally:
+        renderer.release()
+        wnd.ctx.release()
+
+
+def test_a_list_expected_to_stay_is_drawn_into_its_cache_at_once_with_the_same_pixels():
+    """When the build says its lists will stay (the window's panel build returns True in a
+    frame that refreshed the read-outs), a list that changed is drawn into its cache and
+    composited in that same frame: the same pixels as drawing it directly."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+
+    wnd = _OffscreenWindow((1280, 720))
+    renderer = ImguiRenderer(wnd)
+    try:
+        panel = Panel(ViewerController(load("cloth"), wnd.size))
+        for _ in range(4):   # windows sized and shown
+            wnd.draw(renderer, panel.draw)
+        for cached in renderer._cached:
+            cached.key = None   # every list changed
+        direct_frame = wnd.draw(renderer, panel.draw)
+        assert all(c.cached_key is not c.key for c in renderer._cached)   # drawn directly
+        for cached in renderer._cached:
+            cached.key = None
+
+        def build_expecting_still() -> bool:
+            panel.draw()
+            return True
+
+        cached_frame = wnd.draw(renderer, build_expecting_still)
+        assert all(c.cached_key is c.key for c in renderer._cached)    # cached at once
+        difference = np.abs(cached_frame - direct_frame)[..., :3]
+        assert difference.max() <= 2 and difference.mean() < 0.1
+    finally:
+        renderer.release()
+        wnd.ctx.release()
+
+
+def test_live_readouts_refresh_at_their_rate_at_once_on_a_state_change_and_say_when_kept():
+    """LiveReadouts recomputes its values once a period of wall time (and at once when the
+    state changes); a refresh counts as kept for the next frame only while frames come
+    faster than refreshes."""
+    from ropesim.app.readouts import KEPT_SHARE, LiveReadouts
+
+    wall = [0.0]
+    live = LiveReadouts(hz=8.0, clock=lambda: wall[0])
+    counter = iter(range(1000))
+    shown = []
+    for frame in range(32):   # 64 frames/s for 0.5 s: a refresh every 8 frames
+        live.begin_frame("running")
+        shown.append(live.get("n", lambda: next(counter)))
+        wall[0] += 1.0 / 64.0
+    assert shown == [k // 8 for k in range(32)]
+    assert live.refreshes == 4
+    live.begin_frame("paused")                  # a state change refreshes at once
+    assert live.get("n", lambda: next(counter)) == 4 and live.kept_next_frame
+    wall[0] += 1.0 / 64.0
+    live.begin_frame("paused")
+    assert live.get("n", lambda: next(counter)) == 4 and not live.kept_next_frame
+    wall[0] += KEPT_SHARE / 8.0 + 0.01          # a frame slower than KEPT_SHARE of a period
+    live.begin_frame("paused")
+    assert live.get("n", lambda: next(counter)) == 5 and not live.kept_next_frame
+    with pytest.raises(ValueError, match="hz"):
+        LiveReadouts(hz=0.0)

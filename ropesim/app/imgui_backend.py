@@ -244,10 +244,19 @@ class ImguiRenderer:
         finally:
             finish()
 
-    def render_frame(self, build: Callable[[], None], frame_time: float) -> None:
-        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw."""
-        self._frame(build, frame_time, imgui.render)
-        self.render(imgui.get_draw_data())
+    def render_frame(self, build: Callable[[], bool | None], frame_time: float) -> None:
+        """One imgui frame: new_frame, ``build()`` (the widgets), render and draw.
+
+        ``build`` may return True: its lists will probably stay as they are for the next
+        frames (the panel refreshed its read-outs), so a list that changed is drawn into
+        its cache at once (see :meth:`render`)."""
+        stays: list[bool | None] = [None]
+
+        def built() -> None:
+            stays[0] = build()
+
+        self._frame(built, frame_time, imgui.render)
+        self.render(imgui.get_draw_data(), cache_changed=bool(stays[0]))
 
     def layout_frame(self, build: Callable[[], None], frame_time: float) -> None:
         """An imgui frame that is built but not drawn: imgui sizes new windows in their
@@ -289,13 +298,14 @@ class ImguiRenderer:
                 tex.status = status.destroyed
         return changed
 
-    def render(self, draw_data: Any) -> None:
+    def render(self, draw_data: Any, cache_changed: bool = False) -> None:
         """Draw imgui's draw lists into the bound framebuffer (blending on, no depth).
 
         A draw list that is the same as in the previous frame (vertices, indices,
         commands, window size) is drawn once into its own texture and then only
         composited, so a still panel or the hotkey overlay costs one textured quad;
-        a list that changed (hover, typing, a new value) is drawn directly at once."""
+        a list that changed (hover, typing, a new value) is drawn directly at once,
+        or with ``cache_changed`` (it is expected to stay) into its texture at once."""
         if self._update_textures():   # a glyph texture changed: no cached list holds it
             for cached in self._cached:
                 cached.cached_key = None
@@ -321,8 +331,10 @@ class ImguiRenderer:
             cmds = tuple((tuple(c.clip_rect), c.tex_ref.get_tex_id(), c.elem_count, c.idx_offset,
                           c.vtx_offset) for c in commands.cmd_buffer)
             key = (w, h, bw, bh, cmds, bytes(vtx), bytes(idx))
-            if key != cached.key:
+            changed = key != cached.key
+            if changed:
                 cached.key = key
+            if changed and not cache_changed:
                 ctx.viewport = (0, 0, bw, bh)
                 ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
                 self._draw_list(vtx, idx, commands, scale, (0, 0, bw, bh))

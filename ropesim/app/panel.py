@@ -15,9 +15,11 @@ mouse through to the particles under it.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
+import numpy as np
 from imgui_bundle import imgui, implot
 
 from ..engine.integrators import INTEGRATORS
@@ -32,6 +34,7 @@ from .edit_tool import EditTool
 from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP, TIMELINE_HOTKEYS
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
+from .readouts import LiveReadouts, draw_text_lines
 from .solver_panel import draw_solver_section, solver_section_shown
 from .timeline_panel import EnergyBudgetPlot, TimelineSection
 from .wave_tools import WaveTools
@@ -106,8 +109,11 @@ def _color(rgb: tuple[float, float, float]) -> int:
 class Panel:
     """The statistics / parameter window and the hotkey overlay of a PanelSource."""
 
-    def __init__(self, controller: PanelSource) -> None:
+    def __init__(self, controller: PanelSource,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.controller = controller
+        #: the live numbers and plots, refreshed READOUT_HZ times a second (wall ``clock``, s)
+        self.live = LiveReadouts(clock=clock)
         self._cloth_edit: tuple[int, int, int | None] | None = None
         self._scene_of_edit: Any = None
         self._collapsed_by_width: bool | None = None   # the width rule last applied
@@ -122,6 +128,7 @@ class Panel:
         and the overlay while the UI is shown, the wave probes' rings and the compiling
         notice always."""
         c = self.controller
+        self.live.begin_frame(self._readout_state())
         if c.show_ui:
             self._draw_panel()
             if c.ui_layout.help_shown:
@@ -130,6 +137,15 @@ class Panel:
         c.wind.draw_label(imgui, c.sim, c.camera, c.view_size)                   # issue 13
         if c.compiling:
             self._draw_notice()
+
+    def _readout_state(self) -> tuple:
+        """What refreshes the read-outs at once when it changes: the run state, the scene
+        and integrator, and while paused the shown moment (a step or scrub shows at once)."""
+        c = self.controller
+        sim = c.sim
+        shown = (sim.time, c.timeline.fraction) if c.paused else None
+        return (id(sim), c.scene.name, sim.integrator, c.paused, c.compiling, c.error,
+                c.recorder is None, sim.track_energy, shown)
 
     # -- panel ---------------------------------------------------------------------------------
     def _draw_panel(self) -> None:
@@ -156,7 +172,8 @@ class Panel:
                     "Solver", imgui.TreeNodeFlags_.default_open):
                 draw_solver_section(imgui, c.sim)
             if imgui.collapsing_header("Timeline", imgui.TreeNodeFlags_.default_open):
-                self.timeline.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)   # issue 15
+                self.timeline.draw(self.controller, PANEL_WIDTH - 2 * MARGIN,  # issue 15
+                                   self.live)
             if imgui.collapsing_header("Parameters", imgui.TreeNodeFlags_.default_open):
                 self._parameters()
             if imgui.collapsing_header("Collisions"):  # issue 11
@@ -165,7 +182,8 @@ class Panel:
                 self._cloth_controls()
             if imgui.collapsing_header("Energy", imgui.TreeNodeFlags_.default_open):
                 self._energy()
-                self.timeline_budget.draw(self.controller, PANEL_WIDTH - 2 * MARGIN)  # issue 15
+                self.timeline_budget.draw(self.controller, PANEL_WIDTH - 2 * MARGIN,
+                                          self.live)   # issue 15
             if imgui.collapsing_header("Waves", imgui.TreeNodeFlags_.default_open):
                 self.controller.waves.draw_panel_section(imgui, implot, PANEL_WIDTH - 2 * MARGIN)
             if imgui.collapsing_header("Tools and wind", imgui.TreeNodeFlags_.default_open):
@@ -177,36 +195,10 @@ class Panel:
     def _status(self) -> None:
         """The status lines and the message, each in an area of fixed height."""
         c = self.controller
-        sim, clock = c.sim, c.frame_clock
         line = imgui.get_text_line_height_with_spacing()
         imgui.begin_child("status", imgui.ImVec2(0, STATUS_LINES * line), 0,
                           imgui.WindowFlags_.no_scrollbar)
-        if c.compiling:
-            imgui.text_colored(YELLOW, "compiling kernels...")
-        elif c.error:
-            imgui.text_colored(RED, "diverged: paused (see below)")
-        elif c.paused:
-            imgui.text_colored(YELLOW, "paused (Space resumes, Right steps)")
-        elif c.recorder is not None:
-            imgui.text_colored(RED, f"REC {c.recorded_frames} frames (V stops)")
-        else:
-            imgui.text_colored(DIM, "running (Space pauses)")
-        imgui.text(f"scene {c.scene.name}   t = {sim.time:.3f} s")
-        bound = "  physics-bound" if clock.budget_limited else ""
-        imgui.text(f"{clock.fps:.0f} fps   {clock.real_time_factor:.2f}x real time{bound}")
-        imgui.text(f"{clock.steps_last_frame} steps/frame   {clock.ms_per_step:.3f} ms/step")
-        imgui.text(f"{sim.n_particles} particles   {sim.n_springs} springs")
-        if sim.has_solver_stats:
-            stats = sim.solver_stats
-            fallbacks = f" ({stats.fallback_steps} fallbacks)" if stats.fallback_steps else ""
-            imgui.text(f"{sim.integrator}: {stats.iterations} it, residual "
-                       f"{stats.residual:.1e}{fallbacks}")
-        else:
-            imgui.text_colored(DIM, f"{sim.integrator}: no solver")
-        series = c.energy.series()
-        if len(c.energy):
-            imgui.text(f"K {series['kinetic'][-1]:.4g}  P {series['potential'][-1]:.4g}  "
-                       f"E {series['total'][-1]:.4g} J")
+        draw_text_lines(self.live.get("status", self._status_lines))
         imgui.end_child()
         imgui.begin_child("message", imgui.ImVec2(0, MESSAGE_LINES * line))
         imgui.push_text_wrap_pos(0.0)
@@ -216,6 +208,38 @@ class Panel:
             imgui.text_colored(DIM, c.message)
         imgui.pop_text_wrap_pos()
         imgui.end_child()
+
+    def _status_lines(self) -> list[tuple[imgui.ImVec4 | None, str]]:
+        """The status area's (colour or None, text) lines, from the controller now."""
+        c = self.controller
+        sim, clock = c.sim, c.frame_clock
+        if c.compiling:
+            lines = [(YELLOW, "compiling kernels...")]
+        elif c.error:
+            lines = [(RED, "diverged: paused (see below)")]
+        elif c.paused:
+            lines = [(YELLOW, "paused (Space resumes, Right steps)")]
+        elif c.recorder is not None:
+            lines = [(RED, f"REC {c.recorded_frames} frames (V stops)")]
+        else:
+            lines = [(DIM, "running (Space pauses)")]
+        bound = "  physics-bound" if clock.budget_limited else ""
+        lines += [(None, f"scene {c.scene.name}   t = {sim.time:.3f} s"),
+                  (None, f"{clock.fps:.0f} fps   {clock.real_time_factor:.2f}x real time{bound}"),
+                  (None, f"{clock.steps_last_frame} steps/frame   {clock.ms_per_step:.3f} ms/step"),
+                  (None, f"{sim.n_particles} particles   {sim.n_springs} springs")]
+        if sim.has_solver_stats:
+            stats = sim.solver_stats
+            fallbacks = f" ({stats.fallback_steps} fallbacks)" if stats.fallback_steps else ""
+            lines.append((None, f"{sim.integrator}: {stats.iterations} it, residual "
+                                f"{stats.residual:.1e}{fallbacks}"))
+        else:
+            lines.append((DIM, f"{sim.integrator}: no solver"))
+        if len(c.energy):
+            series = c.energy.series()
+            lines.append((None, f"K {series['kinetic'][-1]:.4g}  P {series['potential'][-1]:.4g}  "
+                                f"E {series['total'][-1]:.4g} J"))
+        return lines
 
     def _strain_legend(self) -> None:
         """The strain colour bar with its ends' and middle's strains."""
@@ -339,11 +363,9 @@ class Panel:
     def _energy(self) -> None:
         """Kinetic, potential and total energy over the last PLOT_WINDOW s, scaled to
         them (a blow-up leaves the scale once it is older than that)."""
-        series = self.controller.energy.series()
+        recent = self.live.get("energy", self._recent_energy)
         size = imgui.ImVec2(PANEL_WIDTH - 2 * MARGIN, PLOT_HEIGHT)
-        time = series["time"]
-        recent = time >= time[-1] - PLOT_WINDOW if len(time) else time.astype(bool)
-        if recent.sum() < 2:
+        if recent is None:
             imgui.text("(no samples yet)")
             imgui.dummy(imgui.ImVec2(size.x, size.y - imgui.get_text_line_height_with_spacing()))
             return
@@ -353,8 +375,17 @@ class Panel:
             implot.setup_legend(implot.Location_.north,
                                 implot.LegendFlags_.horizontal | implot.LegendFlags_.outside)
             for name in ("kinetic", "potential", "total"):
-                implot.plot_line(name, time[recent], series[name][recent])
+                implot.plot_line(name, recent["time"], recent[name])
             implot.end_plot()
+
+    def _recent_energy(self) -> dict[str, np.ndarray] | None:
+        """Copies of the energy samples of the last PLOT_WINDOW s (s, J), None under two."""
+        series = self.controller.energy.series()
+        times = series["time"]
+        recent = times >= times[-1] - PLOT_WINDOW if len(times) else times.astype(bool)
+        if recent.sum() < 2:
+            return None
+        return {name: series[name][recent] for name in ("time", "kinetic", "potential", "total")}
 
     # -- help overlay ---------------------------------------------------------------------------------
     def _draw_help(self) -> None:

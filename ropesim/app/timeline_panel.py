@@ -25,6 +25,7 @@ from imgui_bundle import imgui, implot
 
 from ..engine.stability import StabilityGauge
 from .history import MB
+from .readouts import LiveReadouts, copied, draw_text_lines
 from .timeline import BUDGET_LAYERS
 
 GREEN = (0.35, 0.85, 0.4, 1.0)
@@ -70,22 +71,13 @@ class TimelineSection:
     def __init__(self) -> None:
         self.gauge = GaugeReading()
 
-    def draw(self, c: Any, width: float) -> None:
-        """Build the section's widgets (inside the panel window)."""
+    def draw(self, c: Any, width: float, live: LiveReadouts) -> None:
+        """Build the section's widgets (inside the panel window); its numbers are the
+        read-outs of ``live`` (refreshed a few times a second)."""
         timeline = c.timeline
-        if timeline.replaying:
-            replay = timeline.replay
-            imgui.text_colored(imgui.ImVec4(*AMBER), "replay: nothing is simulated")
-            imgui.text_colored(imgui.ImVec4(*DIM), "(step, integrator and parameters are off)")
-            imgui.text(f"{replay.name}: frame {replay.index + 1} / {len(replay)}, "
-                       f"{replay.duration:.2f} s")
-        else:
-            history = timeline.history
-            imgui.text(f"history holds {history.seconds_held:.2f} s ({len(history)} frames)")
-            imgui.text_colored(imgui.ImVec4(*DIM), f"{history.nbytes / MB:.1f} of "
-                               f"{history.budget_mb:g} MB (--history-mb)")
-        changed, value = imgui.slider_float("##timeline", float(timeline.fraction), 0.0, 1.0,
-                                            f"t = {c.sim.time:.3f} s")
+        lines, fraction, label = live.get("timeline", lambda: self._readouts(c))
+        draw_text_lines(lines)
+        changed, value = imgui.slider_float("##timeline", fraction, 0.0, 1.0, label)
         if changed:
             timeline.scrub_to(value)
         if imgui.button("<##back"):
@@ -105,7 +97,26 @@ class TimelineSection:
                 timeline.save_history()
         self._gauge(c)
         if timeline.branch is not None:
-            self._branch_plot(timeline.branch, width, c.sim.time)
+            series, shown = live.get("branch", lambda: (copied(timeline.branch.series.series()),
+                                                         c.sim.time))
+            self._branch_plot(timeline.branch, series, width, shown)
+
+    @staticmethod
+    def _readouts(c: Any) -> tuple[list[tuple[imgui.ImVec4 | None, str]], float, str]:
+        """The section's text lines (colour or None, text), the slider's fraction and label."""
+        timeline = c.timeline
+        if timeline.replaying:
+            replay = timeline.replay
+            lines = [(imgui.ImVec4(*AMBER), "replay: nothing is simulated"),
+                     (imgui.ImVec4(*DIM), "(step, integrator and parameters are off)"),
+                     (None, f"{replay.name}: frame {replay.index + 1} / {len(replay)}, "
+                            f"{replay.duration:.2f} s")]
+        else:
+            history = timeline.history
+            lines = [(None, f"history holds {history.seconds_held:.2f} s ({len(history)} frames)"),
+                     (imgui.ImVec4(*DIM),
+                      f"{history.nbytes / MB:.1f} of {history.budget_mb:g} MB (--history-mb)")]
+        return lines, float(timeline.fraction), f"t = {c.sim.time:.3f} s"
 
     def _gauge(self, c: Any) -> None:
         if c.timeline.replaying:
@@ -120,10 +131,10 @@ class TimelineSection:
             imgui.same_line()
             imgui.text_colored(imgui.ImVec4(*DIM), f"{c.sim.integrator}: any dt")
 
-    def _branch_plot(self, branch: Any, width: float, shown: float) -> None:
-        """RMS difference (left axis) and both energies (right axis) over time; a
-        vertical line marks the shown moment (s)."""
-        series = branch.series.series()
+    def _branch_plot(self, branch: Any, series: dict[str, np.ndarray], width: float,
+                     shown: float) -> None:
+        """RMS difference (left axis) and both energies (right axis) over time (the
+        branch's ``series`` as last read); a vertical line marks the shown moment (s)."""
         if branch.diverged:
             imgui.text_colored(imgui.ImVec4(*RED), branch.diverged)
         if len(series["time"]) < 2:
@@ -158,7 +169,9 @@ class EnergyBudgetPlot:
     budget as stacked areas (kinetic, elastic, then each loss since tracking began) under
     the line they reach when the budget closes (initial + inputs - potentials)."""
 
-    def draw(self, c: Any, width: float) -> None:
+    def draw(self, c: Any, width: float, live: LiveReadouts) -> None:
+        """Build the checkbox and, while tracking, the balance and the plot (the read-outs
+        of ``live``, refreshed a few times a second)."""
         timeline = c.timeline
         if timeline.replaying:
             return
@@ -167,13 +180,11 @@ class EnergyBudgetPlot:
             timeline.set_budget_tracking(on)
         if not c.sim.track_energy:
             return
-        series = timeline.budget.series()
-        if len(series["time"]) < 2:
+        series, balance = live.get("budget", lambda: self._readouts(c))
+        if series is None:
             imgui.text_colored(imgui.ImVec4(*DIM), "(tracking: samples follow)")
             return
-        b = c.sim.energy_budget()
-        imgui.text_colored(imgui.ImVec4(*DIM), f"balance {b.balance:+.3g} J "
-                           f"({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
+        imgui.text_colored(imgui.ImVec4(*DIM), balance)
         imgui.text_colored(imgui.ImVec4(*DIM), "line: initial + inputs - potentials")
         layers = tuple(name for name in BUDGET_LAYERS if np.any(series[name] != 0.0))
         flags = implot.AxisFlags_.auto_fit
@@ -187,6 +198,16 @@ class EnergyBudgetPlot:
                 lower = upper
             implot.plot_line("##available", time, series["available"])
             implot.end_plot()
+
+    @staticmethod
+    def _readouts(c: Any) -> tuple[dict[str, np.ndarray] | None, str]:
+        """Copies of the budget's series (None under two samples) and the balance line."""
+        series = c.timeline.budget.series()
+        if len(series["time"]) < 2:
+            return None, ""
+        b = c.sim.energy_budget()
+        return copied(series), (f"balance {b.balance:+.3g} J "
+                                f"({100 * b.relative_balance:.2g} % of {b.scale:.3g} J)")
 
 
 __all__ = ["EnergyBudgetPlot", "GaugeReading", "TimelineSection", "gauge_color", "stacked"]

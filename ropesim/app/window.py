@@ -26,7 +26,7 @@ from ..render.renderer import Renderer
 from .arguments import add_scene_arguments, add_timeline_arguments, number
 from .capture import RECORD_SIZE
 from .controller import ViewerController
-from .frame_clock import SampleGovernor
+from .frame_clock import MIN_BUDGET_FRACTION, SampleGovernor
 from .hotkeys import chord_name, key_names
 from .imgui_backend import ImguiRenderer
 from .mouse import PICK_RADIUS_PX
@@ -66,6 +66,14 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
     parser.add_argument("--output-dir", default=".", help="folder for screenshots and videos")
     add_timeline_arguments(parser)   # issue 15: --replay, --history-mb
+
+
+def governed_draw_s(frame_time: float, physics_s: float) -> float:
+    """What the MSAA governor weighs for the previous frame, s: its draw (its duration
+    less its physics) with the share of a frame the physics keeps however slow the draw
+    (MIN_BUDGET_FRACTION), so MSAA stays on only while draw and physics together keep
+    MIN_FPS."""
+    return max(frame_time - physics_s, 0.0) / (1.0 - MIN_BUDGET_FRACTION)
 
 
 class RopesimWindow(moderngl_window.WindowConfig):
@@ -186,7 +194,14 @@ class RopesimWindow(moderngl_window.WindowConfig):
         self.renderer.draw(c.camera, width, height, c.options, multisample=self._scene_layer())
         self.overlay.draw(c.overlay_lines(), width, height)
         # the panel builds an empty frame while hidden: imgui's input queue stays current
-        self.imgui.render_frame(self.panel.draw, frame_time)
+        self.imgui.render_frame(self._build_panel, frame_time)
+
+    def _build_panel(self) -> bool:
+        """The panel's widgets; True when it refreshed its read-outs and the next frame
+        comes before the next refresh (its draw lists then stay the same: imgui_backend
+        caches them at once)."""
+        self.panel.draw()
+        return self.panel.live.kept_next_frame
 
     def _warm_up(self, frame_time: float) -> None:
         """A new scene or integrator: show "compiling kernels" on screen, then run its
@@ -211,8 +226,7 @@ class RopesimWindow(moderngl_window.WindowConfig):
             self._warm_up(frame_time)
             return   # this frame is drawn; the next one's time (the compile) is skipped
         if self.sample_governor is not None:
-            # the previous frame's draw: its duration less its physics
-            draw_s = frame_time - c.frame_clock.last_physics_s
+            draw_s = governed_draw_s(frame_time, c.frame_clock.last_physics_s)
             self.scene_samples = self.sample_governor.update(draw_s)
         c.advance(frame_time)
         self._sync_renderer()
@@ -307,4 +321,4 @@ class RopesimWindow(moderngl_window.WindowConfig):
             self._layer = None
 
 
-__all__ = ["RopesimWindow", "add_viewer_arguments"]
+__all__ = ["RopesimWindow", "add_viewer_arguments", "governed_draw_s"]

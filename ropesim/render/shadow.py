@@ -89,7 +89,7 @@ class ShadowMap:
     """A square depth texture and framebuffer, ``resolution`` texels a side."""
 
     def __init__(self, ctx: moderngl.Context, resolution: int = 1024,
-                 floor_resolution: int = 128) -> None:
+                 floor_resolution: int = 64) -> None:
         for name, value in (("resolution", resolution), ("floor_resolution", floor_resolution)):
             if value < 16:
                 raise ValueError(f"{name}: must be >= 16 texels, got {value}")
