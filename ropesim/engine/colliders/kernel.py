@@ -87,17 +87,18 @@ def _pose(row, time, out):
 
 
 @njit(cache=True)
-def _undo_jump(jump, pose, turned):
-    """The pose a collider stood at before a jump (a move from Python between steps):
-    ``pose`` (centre, rotation) moved back by the jump's shift jump[2:5] (m) and turned
-    back by its rotation vector jump[5:8] (rad); ``turned`` (12,) scratch."""
+def _undo_jump(jump, fraction, pose, turned):
+    """The pose a collider stood at with ``fraction`` (0..1) of a jump (a move from Python
+    between steps) still to go: ``pose`` (centre, rotation) moved back by that share of the
+    jump's shift jump[2:5] (m) and turned back by that share of its rotation vector
+    jump[5:8] (rad); ``turned`` (12,) scratch."""
     for k in range(3):
-        pose[k] -= jump[2 + k]
+        pose[k] -= fraction * jump[2 + k]
     wx, wy, wz = jump[5], jump[6], jump[7]
     angle = np.sqrt(wx * wx + wy * wy + wz * wz)
     if angle == 0.0:
         return
-    _turn(-wx / angle, -wy / angle, -wz / angle, angle, pose[3:12], turned)
+    _turn(-wx / angle, -wy / angle, -wz / angle, fraction * angle, pose[3:12], turned)
     for k in range(3, 12):
         pose[k] = turned[k]
 
@@ -331,18 +332,42 @@ def _mesh(p0, p1, h, closed, boxes, links, triangles, grid, distances, stack, ou
     return True
 
 
-#: Columns of a jump row (ContactSet.jumps): pending (1/0), the time (s) of the step it
-#: belongs to, the shift (m) and the rotation vector (rad) of the move.
-JUMP_PENDING, JUMP_TIME, JUMP_SHIFT, JUMP_TURN = 0, 1, 2, 5
-JUMP_COLUMNS = 8
+#: Columns of a jump row (ContactSet.jumps): pending (1/0), the time (s) the move was
+#: made at, the shift (m) and the rotation vector (rad) of the move, and the time (s) it
+#: is reached by (equal to the start: over the next step, whatever its dt).
+JUMP_PENDING, JUMP_TIME, JUMP_SHIFT, JUMP_TURN, JUMP_END = 0, 1, 2, 5, 8
+JUMP_COLUMNS = 9
+#: A share of a jump below this (relative to one step's share) is rounding: none.
+JUMP_ROUNDING = 1e-6
+
+
+@njit(cache=True)
+def jump_shares(jump, time, dt):
+    """(before, after): the share (0..1) of a jump still to go at the start (``time``, s)
+    and at the end of the step of ``dt`` (s). A jump over the next step goes at once in
+    the step from the time it was made; one over a duration goes at a constant rate
+    from its start to its end; none goes in a step before its start (a rewind)."""
+    start, end = jump[JUMP_TIME], jump[JUMP_END]
+    if jump[JUMP_PENDING] == 0.0 or time < start:
+        return 0.0, 0.0
+    if end <= start:
+        return (1.0, 0.0) if time == start else (0.0, 0.0)
+    duration = end - start
+    tiny = JUMP_ROUNDING * dt / duration
+    before = min((end - time) / duration, 1.0)
+    if before <= tiny:
+        return 0.0, 0.0
+    after = (end - time - dt) / duration
+    return before, (after if after > tiny else 0.0)
 
 
 @njit(cache=True)
 def _step_poses(colliders, jumps, time, dt, poses, motion, turned):
     """poses[c, 0] and poses[c, 1]: each collider's pose at the start and the end of the
     step; motion[c] = its velocity (m/s) and angular velocity (rad/s) over the step. A
-    pending jump (a pose change between steps) counts as motion over this step: the
-    start pose is the one before the jump and its shift / dt and turn / dt are added."""
+    pending jump (a pose change between steps) counts as motion over the steps it is
+    spread over (jump_shares): the start and end poses are those with the jump's share
+    still to go undone, and this step's share of its shift and turn, over dt, is added."""
     for c in range(colliders.shape[0]):
         row = colliders[c]
         _pose(row, time, poses[c, 0])
@@ -351,11 +376,15 @@ def _step_poses(colliders, jumps, time, dt, poses, motion, turned):
             motion[c, k] = row[VELOCITY + k]
             motion[c, 3 + k] = row[SPIN + k]
         jump = jumps[c]
-        if jump[JUMP_PENDING] != 0.0 and jump[JUMP_TIME] == time:
-            _undo_jump(jump, poses[c, 0], turned)
+        before, after = jump_shares(jump, time, dt)
+        if before > 0.0:
+            _undo_jump(jump, before, poses[c, 0], turned)
+            if after > 0.0:
+                _undo_jump(jump, after, poses[c, 1], turned)
+            share = before - after
             for k in range(3):
-                motion[c, k] += jump[JUMP_SHIFT + k] / dt
-                motion[c, 3 + k] += jump[JUMP_TURN + k] / dt
+                motion[c, k] += share * jump[JUMP_SHIFT + k] / dt
+                motion[c, 3 + k] += share * jump[JUMP_TURN + k] / dt
 
 
 @njit(cache=True, inline="always")
