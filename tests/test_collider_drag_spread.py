@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 import ropesim as rs
+from ropesim.app.controller import ViewerController
+from ropesim.app.hotkeys import LEFT
+from ropesim.io.scenes import scene_from_dict
 
 DT = 1e-3
 
@@ -91,16 +94,13 @@ def test_a_turn_over_k_steps_turns_a_share_each_step():
 
 
 def test_a_ctrl_drag_is_spread_over_the_frames_steps_and_carries_the_cloth_at_its_speed():
-    from ropesim.app.controller import ViewerController
-    from ropesim.app.hotkeys import LEFT
-    from ropesim.io.scenes import scene_from_dict
-
+    box = {"center": [0.0, -0.2, 0.0], "size": [0.6, 0.4, 0.6], "friction": 1.0}
     scene = scene_from_dict({
         "builder": "cloth",
         "cloth": {"nx": 6, "ny": 6, "spacing": 0.05, "plane": "xz", "pins": "none",
                   "origin": [0.0, 0.002, 0.0]},
         "simulation": {"dt": 0.001},
-        "boxes": [{"center": [0.0, -0.2, 0.0], "size": [0.6, 0.4, 0.6], "friction": 1.0}],
+        "boxes": [box],
     }, "drag-frames")
     c = ViewerController(scene, (800, 600), clock=lambda: 0.0)
     c.sim.step(100)  # resting on the box

@@ -8,7 +8,7 @@ resting on a ball sticks, and a flung rope slides to a stop on the floor). The g
 horizontal (y up). Spheres, boxes, capsules and meshes (colliders/shapes.py) are swept: a
 particle that crosses one during a step is stopped on the side it came from. Colliders may
 move, with a motion of their own or by a move from Python between steps, which counts as
-motion over the next step. A rope's segments are capsules against boxes and capsules.
+motion over the next step(s). A rope's segments are capsules against every collider.
 """
 
 from __future__ import annotations
@@ -144,8 +144,8 @@ def _reach(collider: Collider) -> float:
 class ContactSet:
     """The obstacles of a Simulation packed for the kernel: grounds (k, 2) [height,
     friction], spheres (k, 5) [centre, radius, friction], the collider table and the
-    meshes' BVHs (built once here), the rope segments of ``system`` (tested against boxes
-    and capsules), the jumps of moves made between steps, with the scratch the kernel
+    meshes' BVHs (built once here), the rope segments of ``system`` (tested against the
+    colliders), the jumps of moves made between steps, with the scratch the kernel
     writes."""
 
     def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any,
@@ -191,8 +191,7 @@ class ContactSet:
                           else np.zeros((0, TRIANGLE_COLUMNS)))
         self.reach = [_reach(c) for c in contacts if isinstance(c, COLLIDER_TYPES)]
         self.swept = len(rows) + len(spheres) > 0
-        solid = any(isinstance(c, (Box, Capsule)) for c in contacts)
-        self.segments = (rope_segments(system) if solid and system is not None
+        self.segments = (rope_segments(system) if rows and system is not None
                          else np.zeros((0, 2), dtype=np.int64))
         # (table row, collider) of those with keyframes: their rows follow them per step
         self._paths = [(k, c) for k, c in enumerate(c for c in contacts
@@ -204,6 +203,9 @@ class ContactSet:
         self.jumps = np.zeros((len(rows), JUMP_COLUMNS))
         self._driven = False  # moved from Python at least once
         self._scratch = np.zeros(24)
+        self._segment_scratch = np.zeros(15)
+        self._bounds = np.zeros((len(rows), 10))  # the broad phase's collider boxes
+        self._near = np.zeros(len(rows), dtype=np.bool_)
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
         # table row of each contact index (-1: a ground or a sphere)
         self._row_of = []
@@ -215,9 +217,9 @@ class ContactSet:
     @property
     def moving(self) -> bool:
         """Whether contacts may do work: a collider has a velocity, a spin or keyframes,
-        or was moved from Python, or rope segments meet boxes or capsules (keeping a
-        sparse rope's straight segments off a thin rod lifts the particles between which
-        it passes)."""
+        or was moved from Python, or rope segments meet colliders (keeping a sparse
+        rope's straight segments off a thin rod lifts the particles between which it
+        passes)."""
         return (self._driven or bool(self._paths) or len(self.segments) > 0
                 or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0)))
 
@@ -237,7 +239,8 @@ class ContactSet:
                                 self.grounds, self.spheres, self.colliders, self.meshes,
                                 self.boxes, self.links, self.triangles, self.grids,
                                 self.distances, self.segments, self.jumps, self._poses,
-                                self._motion, self._scratch, self._stack, time, dt, planar)
+                                self._motion, self._scratch, self._segment_scratch,
+                                self._bounds, self._near, self._stack, time, dt, planar)
 
     def repose(self, index: int, old: Collider, collider: Collider, time: float,
                over: float = 0.0) -> None:

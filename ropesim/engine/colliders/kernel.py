@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .bvh import FACE, closest_point, first_crossing
+from .bvh import FACE, closest_point, closest_to_segment, first_crossing, segment_params
 
 BOX, CAPSULE, MESH = 0, 1, 2
 #: Columns of the collider table (float64, one row a collider).
@@ -396,34 +396,6 @@ def _surface_velocity(motion, rx, ry, rz):
 
 
 @njit(cache=True, inline="always")
-def _closest_on_segments(ax, ay, az, bx, by, bz, half):
-    """(s, t): the closest points a + s (b - a), s in [0, 1], and (t, 0, 0), t in
-    [-half, half], of a segment and a capsule's axis in its frame (Ericson 5.1.9)."""
-    dx, dy, dz = bx - ax, by - ay, bz - az
-    a = dx * dx + dy * dy + dz * dz
-    e = 4.0 * half * half  # the axis (2 half, 0, 0) squared
-    f = 2.0 * half * (ax + half)  # the axis dotted with a - (-half, 0, 0)
-    if a <= 1e-30:
-        return 0.0, min(max(ax, -half), half)
-    c = dx * (ax + half) + dy * ay + dz * az
-    if e <= 0.0:
-        return min(max(-c / a, 0.0), 1.0), 0.0
-    b = 2.0 * half * dx
-    denom = a * e - b * b
-    s = 0.0
-    if denom > 1e-12 * a * e:  # not parallel
-        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
-    t = (b * s + f) / e
-    if t < 0.0:
-        t = 0.0
-        s = min(max(-c / a, 0.0), 1.0)
-    elif t > 1.0:
-        t = 1.0
-        s = min(max((b - c) / a, 0.0), 1.0)
-    return s, half * (2.0 * t - 1.0)
-
-
-@njit(cache=True, inline="always")
 def _box_depth(e, ax, ay, az, dx, dy, dz, s):
     """How deep (m) the point a + s d is inside a box of half extents e (< 0: outside)."""
     return min(e[0] - abs(ax + s * dx), e[1] - abs(ay + s * dy), e[2] - abs(az + s * dz))
@@ -463,20 +435,102 @@ def _segment_in_box(e, ax, ay, az, bx, by, bz):
 SEARCH_STEPS = 40
 
 
+#: Bisection steps of how far a rope segment that a thin mesh pokes through must go.
+PUSH_STEPS = 24
+
+
 @njit(cache=True)
-def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar):
-    """Rope segments (particle pairs) against boxes and capsules, at their poses after the
-    step: a segment that a collider pokes through between its two particles (a thin rod
-    or a box edge narrower than the spacing) is pushed out at its deepest point, the
-    correction shared by the two particles by their inverse masses and their weights on
-    that point; the point's inward velocity relative to the surface is removed and
-    Coulomb friction applied to its tangential part. Returns how many segments touched."""
+def _segment_clear(ax, ay, az, dx, dy, dz, push, nx, ny, nz, h, boxes, links, triangles,
+                   stack):
+    """Whether the segment a + s d moved ``push`` (m) along n keeps h (m) off the mesh."""
+    d2, s, qx, qy, qz, tri, f = closest_to_segment(
+        ax + push * nx, ay + push * ny, az + push * nz, dx, dy, dz, (h * (1.0 - 1e-6)) ** 2,
+        boxes, links, triangles, stack)
+    return tri < 0
+
+
+@njit(cache=True)
+def _segment_mesh(a, b, a0, b0, h, closed, boxes, links, triangles, grid, distances,
+                  stack, probe):
+    """(s, depth m, nx, ny, nz) in the mesh's frame: the point a + s (b - a) of a rope
+    segment that comes closer than h (m) to the mesh (or crosses it), how far and which
+    way it goes to keep h off (depth <= 0: it does not touch). A segment near the surface
+    goes straight out from its closest point (inward, if that point is inside a closed
+    mesh); one that a thin mesh pokes through (a ridge or pole narrower than the rope's
+    spacing) goes the way it came from, its separation from the mesh before the step
+    (``a0``, ``b0``: its ends then, in the mesh's frame before the step), as far as keeps
+    it h off (a bisection)."""
+    root = boxes[0]
+    for k in range(3):  # both ends beyond the same side of the padded bounds: no contact
+        if (a[k] < root[k] - h and b[k] < root[k] - h) or (
+                a[k] > root[k + 3] + h and b[k] > root[k + 3] + h):
+            return 0.0, -1.0, 0.0, 0.0, 0.0
+    dx, dy, dz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    for k in range(3):
+        probe[k] = 0.5 * (a[k] + b[k])
+    lower, upper = _distance_bounds(probe, grid, distances, closed)
+    if lower > h + 0.5 * np.sqrt(dx * dx + dy * dy + dz * dz):
+        return 0.0, -1.0, 0.0, 0.0, 0.0  # the whole segment stays more than h outside
+    d2, s, qx, qy, qz, tri, f = closest_to_segment(a[0], a[1], a[2], dx, dy, dz, h * h,
+                                                   boxes, links, triangles, stack)
+    if tri < 0:
+        return 0.0, -1.0, 0.0, 0.0, 0.0
+    if d2 > 0.0:
+        dist = np.sqrt(d2)
+        rx, ry, rz = a[0] + s * dx - qx, a[1] + s * dy - qy, a[2] + s * dz - qz
+        t = triangles[tri]
+        if closed and rx * t[f] + ry * t[f + 1] + rz * t[f + 2] < 0.0:  # inside
+            return s, h + dist, -rx / dist, -ry / dist, -rz / dist
+        return s, h - dist, rx / dist, ry / dist, rz / dist
+    ex, ey, ez = b0[0] - a0[0], b0[1] - a0[1], b0[2] - a0[2]
+    e2, u, px, py, pz, before, g = closest_to_segment(a0[0], a0[1], a0[2], ex, ey, ez, np.inf,
+                                                      boxes, links, triangles, stack)
+    if e2 > 0.0:  # away from the mesh, as it stood before the step
+        gap = np.sqrt(e2)
+        nx = (a0[0] + u * ex - px) / gap
+        ny = (a0[1] + u * ey - py) / gap
+        nz = (a0[2] + u * ez - pz) / gap
+    else:  # it crossed before too: the side of the crossed triangle it came from
+        t = triangles[tri]
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
+        if ((a0[0] + s * ex - qx) * nx + (a0[1] + s * ey - qy) * ny
+                + (a0[2] + s * ez - qz) * nz) < 0.0:
+            nx, ny, nz = -nx, -ny, -nz
+    lo, hi = 0.0, h
+    reach = 2.0 * h + np.sqrt((root[3] - root[0]) ** 2 + (root[4] - root[1]) ** 2
+                              + (root[5] - root[2]) ** 2)
+    while not _segment_clear(a[0], a[1], a[2], dx, dy, dz, hi, nx, ny, nz, h, boxes, links,
+                             triangles, stack):
+        if hi > reach:
+            return 0.0, -1.0, 0.0, 0.0, 0.0
+        lo, hi = hi, 2.0 * hi
+    for _ in range(PUSH_STEPS):
+        mid = 0.5 * (lo + hi)
+        if _segment_clear(a[0], a[1], a[2], dx, dy, dz, mid, nx, ny, nz, h, boxes, links,
+                          triangles, stack):
+            hi = mid
+        else:
+            lo = mid
+    return s, hi, nx, ny, nz
+
+
+@njit(cache=True)
+def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes, links,
+                      triangles, grids, distances, poses, motion, stack, scratch, planar):
+    """Rope segments (particle pairs) against boxes, capsules and meshes, at their poses
+    after the step: a segment that a collider pokes through between its two particles (a
+    thin rod, a box edge or a mesh ridge narrower than the spacing) is pushed out at its
+    deepest point (a mesh: _segment_mesh), the correction shared by the two particles by
+    their inverse masses and their weights on that point; the point's inward velocity
+    relative to the surface is removed and Coulomb friction applied to its tangential
+    part. ``scratch`` (15,) holds the segment's ends in a mesh's frame. Returns how many
+    segments touched."""
     touching = 0
+    a, b, a0, b0, probe = (scratch[0:3], scratch[3:6], scratch[6:9], scratch[9:12],
+                           scratch[12:15])
     for c in range(colliders.shape[0]):
         row = colliders[c]
         kind = int(row[KIND])
-        if kind == MESH:
-            continue
         pose = poses[c, 1]
         for k in range(segments.shape[0]):
             i, j = segments[k, 0], segments[k, 1]
@@ -485,7 +539,25 @@ def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar
                 continue
             ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
             bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
-            if kind == BOX:
+            if kind == MESH:
+                m = int(row[MESH_INDEX])
+                n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
+                g0 = meshes[m, 4]
+                g1 = g0 + int(grids[m, 4] * grids[m, 5] * grids[m, 6])
+                a[0], a[1], a[2] = ax, ay, az
+                b[0], b[1], b[2] = bx, by, bz
+                before = poses[c, 0]
+                a0[0], a0[1], a0[2] = _to_local(before, x_prev[i, 0], x_prev[i, 1],
+                                                x_prev[i, 2])
+                b0[0], b0[1], b0[2] = _to_local(before, x_prev[j, 0], x_prev[j, 1],
+                                                x_prev[j, 2])
+                s, depth, nx, ny, nz = _segment_mesh(
+                    a, b, a0, b0, row[P0], row[CLOSED] != 0.0, boxes[n0:n0 + nn],
+                    links[n0:n0 + nn], triangles[t0:t0 + tn], grids[m], distances[g0:g1],
+                    stack, probe)
+                if depth <= 0.0:
+                    continue
+            elif kind == BOX:
                 s, depth = _segment_in_box(row[P0:P0 + 3], ax, ay, az, bx, by, bz)
                 if depth <= 0.0:
                     continue
@@ -499,7 +571,9 @@ def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar
                     nz = 1.0 if qz >= 0.0 else -1.0
             else:
                 half, radius = row[P0], row[P1]
-                s, t = _closest_on_segments(ax, ay, az, bx, by, bz, half)
+                s, t = segment_params(ax, ay, az, bx - ax, by - ay, bz - az, -half, 0.0, 0.0,
+                                      2.0 * half, 0.0, 0.0)
+                t = half * (2.0 * t - 1.0)
                 qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
                 rx, ry, rz = qx - t, qy, qz
                 dist = np.sqrt(rx * rx + ry * ry + rz * rz)
@@ -555,29 +629,106 @@ def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar
     return touching
 
 
+#: Particles per block of the broad phase: a collider is tested against a block's
+#: particles only if it comes near the block's bounding box over the step.
+BLOCK = 32
+#: How much (m) the broad phase grows a collider's bounding box: far more than rounding.
+BROAD_MARGIN = 1e-4
+
+
+@njit(cache=True)
+def _collider_bounds(colliders, meshes, boxes, poses, bounds):
+    """bounds[c] = [lo xyz, hi xyz] (m): the world bounding box of collider c's surface
+    (and what lies within a mesh's h of it) at its pose before the step, grown by
+    BROAD_MARGIN; [6:9] its centre's shift over the step (m); [9] 1 if it turns over
+    the step (never culled: the broad phase bounds translations only)."""
+    for c in range(colliders.shape[0]):
+        row = colliders[c]
+        pose = poses[c, 0]
+        kind = int(row[KIND])
+        mx = my = mz = 0.0  # the surface's box in the collider's frame: centre m, half e
+        if kind == BOX:
+            ex, ey, ez = row[P0], row[P0 + 1], row[P0 + 2]
+        elif kind == CAPSULE:
+            ex, ey, ez = row[P0] + row[P1], row[P1], row[P1]
+        else:
+            root = boxes[meshes[int(row[MESH_INDEX]), 0]]
+            h = row[P0]
+            mx, my, mz = 0.5 * (root[0] + root[3]), 0.5 * (root[1] + root[4]), 0.5 * (
+                root[2] + root[5])
+            ex, ey, ez = 0.5 * (root[3] - root[0]) + h, 0.5 * (root[4] - root[1]) + h, 0.5 * (
+                root[5] - root[2]) + h
+        cx, cy, cz = _rotate(pose, mx, my, mz)
+        for k in range(3):
+            r0, r1, r2 = pose[3 + 3 * k], pose[4 + 3 * k], pose[5 + 3 * k]
+            half = abs(r0) * ex + abs(r1) * ey + abs(r2) * ez + BROAD_MARGIN
+            centre = pose[k] + (cx if k == 0 else (cy if k == 1 else cz))
+            bounds[c, k] = centre - half
+            bounds[c, 3 + k] = centre + half
+            bounds[c, 6 + k] = poses[c, 1, k] - pose[k]
+        bounds[c, 9] = 0.0
+        for k in range(3, 12):
+            if poses[c, 1, k] != pose[k]:
+                bounds[c, 9] = 1.0
+
+
+@njit(cache=True)
+def _block_near(x, x_prev, start, stop, bounds, near):
+    """near[c] = whether collider c may touch a particle start..stop-1 that no other
+    obstacle moved: in the collider's frame a particle goes from x_prev to x less the
+    collider's shift, so the block's box of x_prev and x, stretched by minus the shift,
+    must meet the collider's box (_collider_bounds)."""
+    lx = ly = lz = np.inf
+    hx = hy = hz = -np.inf
+    for i in range(start, stop):
+        lx = min(lx, x[i, 0], x_prev[i, 0])
+        ly = min(ly, x[i, 1], x_prev[i, 1])
+        lz = min(lz, x[i, 2], x_prev[i, 2])
+        hx = max(hx, x[i, 0], x_prev[i, 0])
+        hy = max(hy, x[i, 1], x_prev[i, 1])
+        hz = max(hz, x[i, 2], x_prev[i, 2])
+    for c in range(bounds.shape[0]):
+        meets = True
+        for k in range(3):
+            lo = lx if k == 0 else (ly if k == 1 else lz)
+            hi = hx if k == 0 else (hy if k == 1 else hz)
+            shift = bounds[c, 6 + k]
+            if lo + min(-shift, 0.0) > bounds[c, 3 + k] or hi + max(-shift, 0.0) < bounds[c, k]:
+                meets = False
+        near[c] = meets or bounds[c, 9] != 0.0
+
+
 @njit(cache=True)
 def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders, meshes,
                      boxes, links, triangles, grids, distances, segments, jumps, poses,
-                     motion, scratch, stack, time, dt, planar):
+                     motion, scratch, segment_scratch, bounds, near, stack, time, dt,
+                     planar):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
     ``x_prev``: the positions before the step (m); ``inv_mass`` (n,) 1/kg (0: fixed);
     ``colliders``: the collider table (COLUMNS per row); ``meshes`` (m, 5) int64 [first
     node, node count, first triangle, triangle count, first distance] into the BVH arrays
     and the distance grids (``grids`` (m, 8) their layout, bvh.distance_grid);
-    ``segments`` (s, 2) int64 the rope segments tested against boxes and capsules;
+    ``segments`` (s, 2) int64 the rope segments tested against the colliders;
     ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
-    ``motion`` (k, 6), ``scratch`` (24,) and ``stack`` scratch; ``time`` (s) the time at
-    the start of the step of ``dt`` (s).
+    ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 10),
+    ``near`` (k,) and ``stack`` scratch; ``time`` (s) the time at the start of the step
+    of ``dt`` (s). The broad phase: per block of BLOCK particles, only the colliders that
+    come near the block over the step (_block_near) are tested against its particles
+    (every collider against a particle another obstacle has moved).
     """
     _step_poses(colliders, jumps, time, dt, poses, motion, scratch[12:24])
+    _collider_bounds(colliders, meshes, boxes, poses, bounds)
     p0 = scratch[0:3]
     p1 = scratch[3:6]
     out = scratch[6:12]
     touching = 0
     for i in range(x.shape[0]):
+        if i % BLOCK == 0 and colliders.shape[0] > 0:
+            _block_near(x, x_prev, i, min(i + BLOCK, x.shape[0]), bounds, near)
         if fixed[i]:
             continue
+        was = touching  # a particle another obstacle moved meets every collider
         for g in range(grounds.shape[0]):  # a half-space: nothing passes it
             if x[i, 1] < grounds[g, 0]:
                 x[i, 1] = grounds[g, 0]
@@ -610,6 +761,8 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
             _resolve(v, i, out[3], out[4], out[5], spheres[s, 4], 0.0, 0.0, 0.0)
             touching += 1
         for c in range(colliders.shape[0]):
+            if not near[c] and touching == was:
+                continue
             row = colliders[c]
             before = poses[c, 0]
             after = poses[c, 1]
@@ -643,6 +796,7 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
                 v[i, 2] = 0.0
             touching += 1
     if segments.shape[0] > 0:
-        touching += _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion,
-                                      planar)
+        touching += _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes,
+                                      boxes, links, triangles, grids, distances, poses,
+                                      motion, stack, segment_scratch, planar)
     return touching
