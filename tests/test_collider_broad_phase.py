@@ -42,8 +42,18 @@ def test_a_far_box_moved_onto_the_cloth_in_one_step_is_not_culled():
     np.testing.assert_allclose(sim.velocities[:, 1], -0.95 / DT)
 
 
-def test_a_turning_collider_is_never_culled():
+def test_a_far_spinning_collider_is_culled_and_one_whose_turn_reaches_a_particle_is_not():
     paddle = rs.Box(center=(3.0, 0.0, 0.0), size=(0.1, 0.1, 0.1), spin=(0.0, 90.0, 0.0))
     sim = rs.Simulation(rs.cloth(4, 4, 0.05), dt=DT, contacts=[paddle])
     sim.step(1)
+    assert not sim._contact_set._near[0]
+    # a 1 m paddle along x turned a quarter turn about z in one step: before the step it
+    # is 0.39 m from the particle, after it the particle (0, 0.4, 0) lies inside it
+    paddle = rs.Box(center=(0.0, 0.0, 0.0), size=(1.0, 0.02, 0.02), spin=(0.0, 0.0, 90.0 / DT))
+    sim = rs.Simulation(rs.explicit(np.array([[0.0, 0.4, 0.0]]), np.zeros((0, 2), dtype=int)),
+                        dt=DT, gravity=(0, 0, 0), contacts=[paddle])
+    sim.step(1)
     assert sim._contact_set._near[0]
+    turned = rs.engine.colliders.posed_at(paddle, sim.time)
+    local = (sim.positions[0] - np.asarray(turned.center)) @ turned.matrix()
+    assert (np.abs(local) >= 0.5 * np.asarray(turned.size) - 1e-9).any()  # pushed out

@@ -204,7 +204,7 @@ class ContactSet:
         self._driven = False  # moved from Python at least once
         self._scratch = np.zeros(24)
         self._segment_scratch = np.zeros(15)
-        self._bounds = np.zeros((len(rows), 10))  # the broad phase's collider boxes
+        self._bounds = np.zeros((len(rows), 13))  # the broad phase's collider boxes
         self._near = np.zeros(len(rows), dtype=np.bool_)
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
         # table row of each contact index (-1: a ground or a sphere)

@@ -640,8 +640,8 @@ BROAD_MARGIN = 1e-4
 def _collider_bounds(colliders, meshes, boxes, poses, bounds):
     """bounds[c] = [lo xyz, hi xyz] (m): the world bounding box of collider c's surface
     (and what lies within a mesh's h of it) at its pose before the step, grown by
-    BROAD_MARGIN; [6:9] its centre's shift over the step (m); [9] 1 if it turns over
-    the step (never culled: the broad phase bounds translations only)."""
+    BROAD_MARGIN; [6:9] its centre's shift over the step (m); [9] the angle (rad) it
+    turns by over the step; [10:13] its centre after the step (m)."""
     for c in range(colliders.shape[0]):
         row = colliders[c]
         pose = poses[c, 0]
@@ -666,18 +666,21 @@ def _collider_bounds(colliders, meshes, boxes, poses, bounds):
             bounds[c, k] = centre - half
             bounds[c, 3 + k] = centre + half
             bounds[c, 6 + k] = poses[c, 1, k] - pose[k]
-        bounds[c, 9] = 0.0
+            bounds[c, 10 + k] = poses[c, 1, k]
+        trace = 0.0  # of R_before R_after^T: 1 + 2 cos(angle)
         for k in range(3, 12):
-            if poses[c, 1, k] != pose[k]:
-                bounds[c, 9] = 1.0
+            trace += pose[k] * poses[c, 1, k]
+        bounds[c, 9] = np.arccos(min(max(0.5 * (trace - 1.0), -1.0), 1.0))
 
 
 @njit(cache=True)
 def _block_near(x, x_prev, start, stop, bounds, near):
     """near[c] = whether collider c may touch a particle start..stop-1 that no other
-    obstacle moved: in the collider's frame a particle goes from x_prev to x less the
-    collider's shift, so the block's box of x_prev and x, stretched by minus the shift,
-    must meet the collider's box (_collider_bounds)."""
+    obstacle moved. Seen from the collider standing at its pose before the step, a
+    particle goes from x_prev to x less the collider's shift and turned back about its
+    centre after the step by the step's angle (which moves it at most angle times its
+    distance from that centre), so the block's box of x_prev and x, stretched by minus
+    the shift and grown by that bound, must meet the collider's box (_collider_bounds)."""
     lx = ly = lz = np.inf
     hx = hy = hz = -np.inf
     for i in range(start, stop):
@@ -688,14 +691,23 @@ def _block_near(x, x_prev, start, stop, bounds, near):
         hy = max(hy, x[i, 1], x_prev[i, 1])
         hz = max(hz, x[i, 2], x_prev[i, 2])
     for c in range(bounds.shape[0]):
+        grow = 0.0
+        if bounds[c, 9] != 0.0:  # the farthest corner of the block's box from the centre
+            far = 0.0
+            for k in range(3):
+                lo = lx if k == 0 else (ly if k == 1 else lz)
+                hi = hx if k == 0 else (hy if k == 1 else hz)
+                far += max(abs(lo - bounds[c, 10 + k]), abs(hi - bounds[c, 10 + k])) ** 2
+            grow = bounds[c, 9] * np.sqrt(far) * (1.0 + 1e-9)
         meets = True
         for k in range(3):
             lo = lx if k == 0 else (ly if k == 1 else lz)
             hi = hx if k == 0 else (hy if k == 1 else hz)
             shift = bounds[c, 6 + k]
-            if lo + min(-shift, 0.0) > bounds[c, 3 + k] or hi + max(-shift, 0.0) < bounds[c, k]:
+            if (lo + min(-shift, 0.0) - grow > bounds[c, 3 + k]
+                    or hi + max(-shift, 0.0) + grow < bounds[c, k]):
                 meets = False
-        near[c] = meets or bounds[c, 9] != 0.0
+        near[c] = meets
 
 
 @njit(cache=True)
@@ -711,7 +723,7 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
     and the distance grids (``grids`` (m, 8) their layout, bvh.distance_grid);
     ``segments`` (s, 2) int64 the rope segments tested against the colliders;
     ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
-    ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 10),
+    ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 13),
     ``near`` (k,) and ``stack`` scratch; ``time`` (s) the time at the start of the step
     of ``dt`` (s). The broad phase: per block of BLOCK particles, only the colliders that
     come near the block over the step (_block_near) are tested against its particles
