@@ -11,7 +11,8 @@ where it crossed, on the side it came from; a particle found inside (the collide
 onto it) goes out the nearest way. Then the inward normal part of the velocity relative
 to the surface (the collider's own velocity, ``velocity + spin x r``) is removed and
 Coulomb friction takes up to ``friction`` times that removed normal speed off the
-relative tangential speed.
+relative tangential speed. A broad phase per block of particles skips the colliders
+that cannot come near the block during the step (_block_near).
 """
 
 from __future__ import annotations
