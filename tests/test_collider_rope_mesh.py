@@ -70,3 +70,31 @@ def test_a_sparse_rope_dropped_on_a_mesh_ridge_thinner_than_its_spacing_hangs_fr
 def test_a_cloth_has_no_segments_to_test_against_a_mesh():
     cloth = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[_fin()])
     assert len(cloth._contact_set.segments) == 0
+
+
+def test_closest_points_of_a_segment_and_a_mesh_match_a_dense_sampling():
+    from ropesim.engine.colliders.bvh import STACK_SIZE, build_bvh, closest_to_segment
+
+    rng = np.random.default_rng(7)
+    vertices, triangles = (np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0.3]], float),
+                           np.array([[0, 1, 2], [1, 3, 2]]))
+    boxes, links, rows = build_bvh(vertices, triangles)
+    stack = np.zeros(STACK_SIZE, dtype=np.int64)
+    # the surface sampled densely (barycentric grid) and the segment too
+    w = np.linspace(0.0, 1.0, 41)
+    u, v = np.meshgrid(w, w)
+    keep = u + v <= 1.0
+    bary = np.column_stack([1 - u[keep] - v[keep], u[keep], v[keep]])
+    surface = np.concatenate([bary @ vertices[t] for t in triangles])
+    for _ in range(20):
+        a, b = rng.uniform(-0.5, 1.5, 3), rng.uniform(-0.5, 1.5, 3)
+        d2, s, qx, qy, qz, tri, _f = closest_to_segment(*a, *(b - a), np.inf, boxes, links,
+                                                        rows, stack)
+        on_segment = a + np.linspace(0.0, 1.0, 201)[:, None] * (b - a)
+        sampled = np.sqrt(((on_segment[:, None] - surface[None]) ** 2).sum(-1)).min()
+        assert tri >= 0
+        # the sampling only overestimates, by at most its spacing
+        assert np.sqrt(d2) <= sampled + 1e-12
+        assert np.sqrt(d2) >= sampled - 0.03
+        p = a + s * (b - a)  # the points returned are that far apart
+        assert np.linalg.norm(p - [qx, qy, qz]) == pytest.approx(np.sqrt(d2), abs=1e-12)
