@@ -1,5 +1,7 @@
 """Ctrl+left-drag on a collider: it follows the cursor in the plane through the picked
-point that faces the camera (the cloth reacts through the contacts)."""
+point that faces the camera (the cloth reacts through the contacts). The cursor's move
+since the last frame is carried out over that frame's steps (:meth:`ColliderDrag.spread`),
+not in its first step, so friction sees the collider's true speed."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.colliders import offset_fields, posed_at
+from ..engine.colliders import COLLIDER_TYPES, offset_fields, posed_at
 from ..render.collider_picking import ColliderPicker
 from ..render.picking import intersect_plane
 
@@ -22,6 +24,7 @@ class ColliderDrag:
         self.index: int | None = None
         self._point = np.zeros(3)
         self._normal = np.zeros(3)
+        self._moved: int | None = None  # the collider moved since the last frame
 
     def start(self, x: float, y: float) -> bool:
         """Hold the collider under framebuffer pixel (x, y); False if there is none."""
@@ -49,6 +52,16 @@ class ColliderDrag:
         now = posed_at(sim.contacts[self.index], sim.time)
         sim.move_collider(self.index, **offset_fields(now, point - self._point))
         self._point = point
+        self._moved = self.index
+
+    def spread(self, seconds: float) -> None:
+        """The frame about to run ``seconds`` (s) of steps: the move made since the last
+        frame goes at a constant rate over them (Simulation.move_collider's ``over``)."""
+        sim = self.host.sim
+        if (self._moved is not None and seconds > 0.0 and self._moved < len(sim.contacts)
+                and isinstance(sim.contacts[self._moved], COLLIDER_TYPES)):  # same scene
+            sim.move_collider(self._moved, over=seconds)
+        self._moved = None
 
     def stop(self) -> None:
         self.index = None

@@ -315,6 +315,7 @@ class ViewerController:
             self.frame_clock.steps_last_frame = 0
             return 0
         self.warm_up_pending = False
+        self.mouse.collider_drag.spread(steps * self.sim.dt)  # a Ctrl+drag: over the frame
         result = advance_frame(self.sim, steps)
         exc = result.diverged
         if exc is not None:

@@ -8,7 +8,7 @@ resting on a ball sticks, and a flung rope slides to a stop on the floor). The g
 horizontal (y up). Spheres, boxes, capsules and meshes (colliders/shapes.py) are swept: a
 particle that crosses one during a step is stopped on the side it came from. Colliders may
 move, with a motion of their own or by a move from Python between steps, which counts as
-motion over the next step. A rope's segments are capsules against boxes and capsules.
+motion over the next step(s). A rope's segments are capsules against every collider.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import numpy as np
 
 from .colliders.bvh import STACK_SIZE, TRIANGLE_COLUMNS, build_bvh, distance_grid
 from .colliders.kernel import (
-    BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, JUMP_COLUMNS, JUMP_PENDING, JUMP_SHIFT,
-    JUMP_TIME, JUMP_TURN, KIND, MESH, MESH_INDEX, P0, POSE_TIME, ROTATION, SKIN, SPIN,
-    VELOCITY, project_contacts,
+    BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, JUMP_COLUMNS, JUMP_END, JUMP_PENDING,
+    JUMP_SHIFT, JUMP_TIME, JUMP_TURN, KIND, MESH, MESH_INDEX, P0, POSE_TIME, ROTATION, SKIN,
+    SPIN, VELOCITY, jump_shares, project_contacts,
 )
 from .colliders.shapes import (
-    COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, check_friction, keyframe_centre,
-    posed_at,
+    COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, axis_angle_matrix,
+    check_friction, keyframe_centre, posed_at,
 )
 from .collisions.primitives import build_primitives
 from .model import SpringSystem, as_float_array, check_number, show
@@ -144,8 +144,8 @@ def _reach(collider: Collider) -> float:
 class ContactSet:
     """The obstacles of a Simulation packed for the kernel: grounds (k, 2) [height,
     friction], spheres (k, 5) [centre, radius, friction], the collider table and the
-    meshes' BVHs (built once here), the rope segments of ``system`` (tested against boxes
-    and capsules), the jumps of moves made between steps, with the scratch the kernel
+    meshes' BVHs (built once here), the rope segments of ``system`` (tested against the
+    colliders), the jumps of moves made between steps, with the scratch the kernel
     writes."""
 
     def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any,
@@ -191,8 +191,7 @@ class ContactSet:
                           else np.zeros((0, TRIANGLE_COLUMNS)))
         self.reach = [_reach(c) for c in contacts if isinstance(c, COLLIDER_TYPES)]
         self.swept = len(rows) + len(spheres) > 0
-        solid = any(isinstance(c, (Box, Capsule)) for c in contacts)
-        self.segments = (rope_segments(system) if solid and system is not None
+        self.segments = (rope_segments(system) if rows and system is not None
                          else np.zeros((0, 2), dtype=np.int64))
         # (table row, collider) of those with keyframes: their rows follow them per step
         self._paths = [(k, c) for k, c in enumerate(c for c in contacts
@@ -202,9 +201,11 @@ class ContactSet:
         self._motion = np.zeros((len(rows), 6))
         # per table row: the move made between steps that the next step carries out
         self.jumps = np.zeros((len(rows), JUMP_COLUMNS))
-        self._jumped_from: dict[int, tuple[float, Collider]] = {}
         self._driven = False  # moved from Python at least once
         self._scratch = np.zeros(24)
+        self._segment_scratch = np.zeros(15)
+        self._bounds = np.zeros((len(rows), 13))  # the broad phase's collider boxes
+        self._near = np.zeros(len(rows), dtype=np.bool_)
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
         # table row of each contact index (-1: a ground or a sphere)
         self._row_of = []
@@ -216,9 +217,9 @@ class ContactSet:
     @property
     def moving(self) -> bool:
         """Whether contacts may do work: a collider has a velocity, a spin or keyframes,
-        or was moved from Python, or rope segments meet boxes or capsules (keeping a
-        sparse rope's straight segments off a thin rod lifts the particles between which
-        it passes)."""
+        or was moved from Python, or rope segments meet colliders (keeping a sparse
+        rope's straight segments off a thin rod lifts the particles between which it
+        passes)."""
         return (self._driven or bool(self._paths) or len(self.segments) > 0
                 or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0)))
 
@@ -238,22 +239,30 @@ class ContactSet:
                                 self.grounds, self.spheres, self.colliders, self.meshes,
                                 self.boxes, self.links, self.triangles, self.grids,
                                 self.distances, self.segments, self.jumps, self._poses,
-                                self._motion, self._scratch, self._stack, time, dt, planar)
+                                self._motion, self._scratch, self._segment_scratch,
+                                self._bounds, self._near, self._stack, time, dt, planar)
 
-    def repose(self, index: int, old: Collider, collider: Collider, time: float) -> None:
+    def repose(self, index: int, old: Collider, collider: Collider, time: float,
+               over: float = 0.0) -> None:
         """Write the pose and motion of contact ``index`` (a Box, Capsule or Mesh whose
         shape is unchanged), moved at ``time`` (s) from ``old``, into the table, keeping
-        its mesh. The pose change counts as motion over the next step: its jump (shift
-        and turn from where ``old`` stood, summed over the moves made before that step)
-        is carried out by the step, whose surface velocity and swept test see it."""
+        its mesh. The pose change counts as motion: its jump (shift and turn from where
+        the collider stands now: ``old`` less the share of an earlier jump still to go,
+        so several moves before one step add up) is carried out over the next step
+        (``over`` = 0) or at a constant rate over the steps of the next ``over`` s, and
+        the surface velocity and swept test of each step see its share."""
         row = self._row_of[index]
-        first = self._jumped_from.get(row)
-        if first is None or first[0] != time:
-            first = self._jumped_from[row] = (time, old)
         jump = self.jumps[row]
-        jump[JUMP_PENDING], jump[JUMP_TIME] = 1.0, time
-        jump[JUMP_SHIFT:JUMP_SHIFT + 3], jump[JUMP_TURN:JUMP_TURN + 3] = pose_jump(
-            first[1], collider, time)
+        centre, rotation, _ = collider_frame(posed_at(old, time))
+        to_go, _ = jump_shares(jump, time, 0.0)
+        if to_go > 0.0:  # where an earlier move under way has brought it so far
+            centre = centre - to_go * jump[JUMP_SHIFT:JUMP_SHIFT + 3]
+            rotation = axis_angle_matrix(np.degrees(-to_go * jump[JUMP_TURN:JUMP_TURN + 3]),
+                                         1.0) @ rotation
+        jump[JUMP_PENDING], jump[JUMP_TIME], jump[JUMP_END] = 1.0, time, time + over
+        jump[JUMP_SHIFT:JUMP_SHIFT + 3], jump[JUMP_TURN:JUMP_TURN + 3] = frame_jump(
+            centre, rotation, *collider_frame(posed_at(collider, time))[:2],
+            isinstance(collider, Capsule))
         self._driven = True
         self.colliders[row] = collider_row(collider, int(self.colliders[row, MESH_INDEX]))
         self._paths = [(k, c) for k, c in self._paths if k != row]
@@ -283,13 +292,13 @@ def rotation_vector(r: np.ndarray) -> np.ndarray:
     return half[:, k] / np.sqrt(half[k, k]) * angle
 
 
-def pose_jump(old: Collider, new: Collider, time: float) -> tuple[np.ndarray, np.ndarray]:
-    """(shift m, rotation vector rad) from where ``old`` stands at ``time`` (s) to where
-    ``new`` does. A capsule's turn is the smallest one between the two axes (a turn about
-    its own axis, or end for end, leaves its surface where it was)."""
-    c_old, r_old, _ = collider_frame(posed_at(old, time))
-    c_new, r_new, _ = collider_frame(posed_at(new, time))
-    if not isinstance(new, Capsule):
+def frame_jump(c_old: np.ndarray, r_old: np.ndarray, c_new: np.ndarray, r_new: np.ndarray,
+               capsule: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(shift m, rotation vector rad) from the frame (centre m, rotation) ``c_old, r_old``
+    to ``c_new, r_new``. A capsule's turn is the smallest one between the two axes (the
+    frames' x; a turn about its own axis, or end for end, leaves its surface where it
+    was)."""
+    if not capsule:
         return c_new - c_old, rotation_vector(r_new @ r_old.T)
     u_old, u_new = r_old[:, 0], r_new[:, 0]
     if u_old @ u_new < 0.0:

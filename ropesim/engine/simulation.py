@@ -450,14 +450,19 @@ class Simulation(TopologyEditing):
             self._watch_energy()
             self._rebase_due = True
 
-    def move_collider(self, i: int, **changes: Any) -> None:
+    def move_collider(self, i: int, over: float | None = None, **changes: Any) -> None:
         """Move contact i (a Box, Capsule or Mesh) now: any of its fields, e.g. center=,
         rotation= (deg), start=, end=, velocity= (m/s), spin= (deg/s); it stands at the new
-        pose from the current time on (contacts.moved)."""
+        pose from the current time on (contacts.moved). The pose change is motion over
+        the next step, or with ``over`` (s) at a constant rate over the steps of the next
+        ``over`` s (no fields: the rest of a move under way, re-timed)."""
         index = _count(i, "collider index", 0, len(self._contacts) - 1)
+        over = 0.0 if over is None else check_number(over, "move_collider.over", "s",
+                                                        minimum=0.0)
         collider = moved(self._contacts[index], self._state.time, changes)
-        # the pose change is carried out over the next step (contacts.ContactSet.repose)
-        self._contact_set.repose(index, self._contacts[index], collider, self._state.time)
+        # the pose change is carried out over the next step(s) (contacts.ContactSet.repose)
+        self._contact_set.repose(index, self._contacts[index], collider, self._state.time,
+                                 over)
         self._contacts = self._contacts[:index] + (collider,) + self._contacts[index + 1:]
         self._watch_energy()
         self._rebase_due = True  # a collider put onto the cloth gives it energy

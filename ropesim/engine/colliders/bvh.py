@@ -9,7 +9,7 @@ the face, its three vertices and its three edges (:data:`FACE`, ...), which give
 sign of the distance to a closed mesh from its closest feature. Queries walk the tree
 with an explicit stack (a scratch array handed in, so nothing is allocated per
 particle): the closest point (and the pseudo-normal of its feature) within a distance,
-and the first crossing of a segment.
+the first crossing of a segment, and the closest points of a segment (a rope segment).
 """
 
 from __future__ import annotations
@@ -264,6 +264,112 @@ def first_crossing(px, py, pz, dx, dy, dz, boxes, links, triangles, stack):
             stack[top + 1] = links[node, 1]
             top += 2
     return best, best_t
+
+
+@njit(cache=True, inline="always")
+def segment_params(px, py, pz, ux, uy, uz, qx, qy, qz, wx, wy, wz):
+    """(s, t) in 0..1: the closest points p + s u and q + t w of two segments (Ericson,
+    Real-Time Collision Detection 5.1.9)."""
+    a = ux * ux + uy * uy + uz * uz
+    e = wx * wx + wy * wy + wz * wz
+    rx, ry, rz = px - qx, py - qy, pz - qz
+    f = wx * rx + wy * ry + wz * rz
+    if a <= 1e-30:
+        return 0.0, (min(max(f / e, 0.0), 1.0) if e > 1e-30 else 0.0)
+    c = ux * rx + uy * ry + uz * rz
+    if e <= 1e-30:
+        return min(max(-c / a, 0.0), 1.0), 0.0
+    b = ux * wx + uy * wy + uz * wz
+    denom = a * e - b * b
+    s = 0.0
+    if denom > 1e-12 * a * e:  # not parallel
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = min(max(-c / a, 0.0), 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = min(max((b - c) / a, 0.0), 1.0)
+    return s, t
+
+
+@njit(cache=True, inline="always")
+def segment_to_triangle(px, py, pz, dx, dy, dz, t):
+    """(squared distance m^2, s, qx, qy, qz, feature column): the closest points p + s d
+    (s in 0..1) and q of a segment and the triangle row t; 0 and the crossing when the
+    segment passes through it. Else the nearest of its two ends to the triangle and of
+    the segment to the triangle's three edges."""
+    s = segment_triangle(px, py, pz, dx, dy, dz, t)
+    if s >= 0.0:
+        return 0.0, s, px + s * dx, py + s * dy, pz + s * dz, FACE
+    best, bs = np.inf, 0.0
+    bx = by = bz = 0.0
+    bf = FACE
+    for end in range(2):
+        ex, ey, ez = px + end * dx, py + end * dy, pz + end * dz
+        qx, qy, qz, f = closest_on_triangle(ex, ey, ez, t)
+        d = (ex - qx) ** 2 + (ey - qy) ** 2 + (ez - qz) ** 2
+        if d < best:
+            best, bs, bx, by, bz, bf = d, float(end), qx, qy, qz, f
+    for k in range(3):  # the edges a-b, b-c, c-a
+        o, w = 3 * k, 3 * ((k + 1) % 3)
+        wx, wy, wz = t[w] - t[o], t[w + 1] - t[o + 1], t[w + 2] - t[o + 2]
+        u, v = segment_params(px, py, pz, dx, dy, dz, t[o], t[o + 1], t[o + 2], wx, wy, wz)
+        ex, ey, ez = px + u * dx, py + u * dy, pz + u * dz
+        qx, qy, qz = t[o] + v * wx, t[o + 1] + v * wy, t[o + 2] + v * wz
+        d = (ex - qx) ** 2 + (ey - qy) ** 2 + (ez - qz) ** 2
+        if d < best:
+            f = EDGE_AB + 3 * k
+            if v == 0.0:
+                f = VERTEX_A + 3 * k
+            elif v == 1.0:
+                f = VERTEX_A + 3 * ((k + 1) % 3)
+            best, bs, bx, by, bz, bf = d, u, qx, qy, qz, f
+    return best, bs, bx, by, bz, bf
+
+
+@njit(cache=True, inline="always")
+def _segment_box_sq(px, py, pz, dx, dy, dz, b):
+    """A lower bound (m^2) on the squared distance from the segment p + s d to the box b:
+    the gap between b and the segment's bounding box."""
+    gap = 0.0
+    for k in range(3):
+        p = px if k == 0 else (py if k == 1 else pz)
+        d = dx if k == 0 else (dy if k == 1 else dz)
+        lo, hi = min(p, p + d), max(p, p + d)
+        g = max(b[k] - hi, 0.0, lo - b[k + 3])
+        gap += g * g
+    return gap
+
+
+@njit(cache=True)
+def closest_to_segment(px, py, pz, dx, dy, dz, limit_sq, boxes, links, triangles, stack):
+    """(squared distance, s, qx, qy, qz, triangle, feature column) of the closest points
+    p + s d of a segment and q of the mesh closer than sqrt(limit_sq) m, or (limit_sq, 0,
+    0, 0, 0, -1, 0) when none is; a distance of 0 where the segment crosses a triangle."""
+    best = limit_sq
+    bs = bx = by = bz = 0.0
+    best_t = -1
+    best_f = 0
+    stack[0] = 0
+    top = 1
+    while top > 0 and best > 0.0:
+        top -= 1
+        node = stack[top]
+        if _segment_box_sq(px, py, pz, dx, dy, dz, boxes[node]) >= best:
+            continue
+        if links[node, 2] == 1:
+            for k in range(links[node, 0], links[node, 0] + links[node, 1]):
+                d, s, qx, qy, qz, f = segment_to_triangle(px, py, pz, dx, dy, dz,
+                                                          triangles[k])
+                if d < best:
+                    best, bs, bx, by, bz, best_t, best_f = d, s, qx, qy, qz, k, f
+        elif top + 2 <= stack.shape[0]:
+            stack[top] = links[node, 0]
+            stack[top + 1] = links[node, 1]
+            top += 2
+    return best, bs, bx, by, bz, best_t, best_f
 
 
 #: Distance-grid cells along the mesh's longest side (and at most this many per axis).

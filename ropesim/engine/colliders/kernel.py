@@ -11,7 +11,8 @@ where it crossed, on the side it came from; a particle found inside (the collide
 onto it) goes out the nearest way. Then the inward normal part of the velocity relative
 to the surface (the collider's own velocity, ``velocity + spin x r``) is removed and
 Coulomb friction takes up to ``friction`` times that removed normal speed off the
-relative tangential speed.
+relative tangential speed. A broad phase per block of particles skips the colliders
+that cannot come near the block during the step (_block_near).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .bvh import FACE, closest_point, first_crossing
+from .bvh import FACE, closest_point, closest_to_segment, first_crossing, segment_params
 
 BOX, CAPSULE, MESH = 0, 1, 2
 #: Columns of the collider table (float64, one row a collider).
@@ -87,17 +88,18 @@ def _pose(row, time, out):
 
 
 @njit(cache=True)
-def _undo_jump(jump, pose, turned):
-    """The pose a collider stood at before a jump (a move from Python between steps):
-    ``pose`` (centre, rotation) moved back by the jump's shift jump[2:5] (m) and turned
-    back by its rotation vector jump[5:8] (rad); ``turned`` (12,) scratch."""
+def _undo_jump(jump, fraction, pose, turned):
+    """The pose a collider stood at with ``fraction`` (0..1) of a jump (a move from Python
+    between steps) still to go: ``pose`` (centre, rotation) moved back by that share of the
+    jump's shift jump[2:5] (m) and turned back by that share of its rotation vector
+    jump[5:8] (rad); ``turned`` (12,) scratch."""
     for k in range(3):
-        pose[k] -= jump[2 + k]
+        pose[k] -= fraction * jump[2 + k]
     wx, wy, wz = jump[5], jump[6], jump[7]
     angle = np.sqrt(wx * wx + wy * wy + wz * wz)
     if angle == 0.0:
         return
-    _turn(-wx / angle, -wy / angle, -wz / angle, angle, pose[3:12], turned)
+    _turn(-wx / angle, -wy / angle, -wz / angle, fraction * angle, pose[3:12], turned)
     for k in range(3, 12):
         pose[k] = turned[k]
 
@@ -331,18 +333,42 @@ def _mesh(p0, p1, h, closed, boxes, links, triangles, grid, distances, stack, ou
     return True
 
 
-#: Columns of a jump row (ContactSet.jumps): pending (1/0), the time (s) of the step it
-#: belongs to, the shift (m) and the rotation vector (rad) of the move.
-JUMP_PENDING, JUMP_TIME, JUMP_SHIFT, JUMP_TURN = 0, 1, 2, 5
-JUMP_COLUMNS = 8
+#: Columns of a jump row (ContactSet.jumps): pending (1/0), the time (s) the move was
+#: made at, the shift (m) and the rotation vector (rad) of the move, and the time (s) it
+#: is reached by (equal to the start: over the next step, whatever its dt).
+JUMP_PENDING, JUMP_TIME, JUMP_SHIFT, JUMP_TURN, JUMP_END = 0, 1, 2, 5, 8
+JUMP_COLUMNS = 9
+#: A share of a jump below this (relative to one step's share) is rounding: none.
+JUMP_ROUNDING = 1e-6
+
+
+@njit(cache=True)
+def jump_shares(jump, time, dt):
+    """(before, after): the share (0..1) of a jump still to go at the start (``time``, s)
+    and at the end of the step of ``dt`` (s). A jump over the next step goes at once in
+    the step from the time it was made; one over a duration goes at a constant rate
+    from its start to its end; none goes in a step before its start (a rewind)."""
+    start, end = jump[JUMP_TIME], jump[JUMP_END]
+    if jump[JUMP_PENDING] == 0.0 or time < start:
+        return 0.0, 0.0
+    if end <= start:
+        return (1.0, 0.0) if time == start else (0.0, 0.0)
+    duration = end - start
+    tiny = JUMP_ROUNDING * dt / duration
+    before = min((end - time) / duration, 1.0)
+    if before <= tiny:
+        return 0.0, 0.0
+    after = (end - time - dt) / duration
+    return before, (after if after > tiny else 0.0)
 
 
 @njit(cache=True)
 def _step_poses(colliders, jumps, time, dt, poses, motion, turned):
     """poses[c, 0] and poses[c, 1]: each collider's pose at the start and the end of the
     step; motion[c] = its velocity (m/s) and angular velocity (rad/s) over the step. A
-    pending jump (a pose change between steps) counts as motion over this step: the
-    start pose is the one before the jump and its shift / dt and turn / dt are added."""
+    pending jump (a pose change between steps) counts as motion over the steps it is
+    spread over (jump_shares): the start and end poses are those with the jump's share
+    still to go undone, and this step's share of its shift and turn, over dt, is added."""
     for c in range(colliders.shape[0]):
         row = colliders[c]
         _pose(row, time, poses[c, 0])
@@ -351,11 +377,15 @@ def _step_poses(colliders, jumps, time, dt, poses, motion, turned):
             motion[c, k] = row[VELOCITY + k]
             motion[c, 3 + k] = row[SPIN + k]
         jump = jumps[c]
-        if jump[JUMP_PENDING] != 0.0 and jump[JUMP_TIME] == time:
-            _undo_jump(jump, poses[c, 0], turned)
+        before, after = jump_shares(jump, time, dt)
+        if before > 0.0:
+            _undo_jump(jump, before, poses[c, 0], turned)
+            if after > 0.0:
+                _undo_jump(jump, after, poses[c, 1], turned)
+            share = before - after
             for k in range(3):
-                motion[c, k] += jump[JUMP_SHIFT + k] / dt
-                motion[c, 3 + k] += jump[JUMP_TURN + k] / dt
+                motion[c, k] += share * jump[JUMP_SHIFT + k] / dt
+                motion[c, 3 + k] += share * jump[JUMP_TURN + k] / dt
 
 
 @njit(cache=True, inline="always")
@@ -364,34 +394,6 @@ def _surface_velocity(motion, rx, ry, rz):
     w0, w1, w2 = motion[3], motion[4], motion[5]
     return (motion[0] + w1 * rz - w2 * ry, motion[1] + w2 * rx - w0 * rz,
             motion[2] + w0 * ry - w1 * rx)
-
-
-@njit(cache=True, inline="always")
-def _closest_on_segments(ax, ay, az, bx, by, bz, half):
-    """(s, t): the closest points a + s (b - a), s in [0, 1], and (t, 0, 0), t in
-    [-half, half], of a segment and a capsule's axis in its frame (Ericson 5.1.9)."""
-    dx, dy, dz = bx - ax, by - ay, bz - az
-    a = dx * dx + dy * dy + dz * dz
-    e = 4.0 * half * half  # the axis (2 half, 0, 0) squared
-    f = 2.0 * half * (ax + half)  # the axis dotted with a - (-half, 0, 0)
-    if a <= 1e-30:
-        return 0.0, min(max(ax, -half), half)
-    c = dx * (ax + half) + dy * ay + dz * az
-    if e <= 0.0:
-        return min(max(-c / a, 0.0), 1.0), 0.0
-    b = 2.0 * half * dx
-    denom = a * e - b * b
-    s = 0.0
-    if denom > 1e-12 * a * e:  # not parallel
-        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
-    t = (b * s + f) / e
-    if t < 0.0:
-        t = 0.0
-        s = min(max(-c / a, 0.0), 1.0)
-    elif t > 1.0:
-        t = 1.0
-        s = min(max((b - c) / a, 0.0), 1.0)
-    return s, half * (2.0 * t - 1.0)
 
 
 @njit(cache=True, inline="always")
@@ -434,20 +436,102 @@ def _segment_in_box(e, ax, ay, az, bx, by, bz):
 SEARCH_STEPS = 40
 
 
+#: Bisection steps of how far a rope segment that a thin mesh pokes through must go.
+PUSH_STEPS = 24
+
+
 @njit(cache=True)
-def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar):
-    """Rope segments (particle pairs) against boxes and capsules, at their poses after the
-    step: a segment that a collider pokes through between its two particles (a thin rod
-    or a box edge narrower than the spacing) is pushed out at its deepest point, the
-    correction shared by the two particles by their inverse masses and their weights on
-    that point; the point's inward velocity relative to the surface is removed and
-    Coulomb friction applied to its tangential part. Returns how many segments touched."""
+def _segment_clear(ax, ay, az, dx, dy, dz, push, nx, ny, nz, h, boxes, links, triangles,
+                   stack):
+    """Whether the segment a + s d moved ``push`` (m) along n keeps h (m) off the mesh."""
+    d2, s, qx, qy, qz, tri, f = closest_to_segment(
+        ax + push * nx, ay + push * ny, az + push * nz, dx, dy, dz, (h * (1.0 - 1e-6)) ** 2,
+        boxes, links, triangles, stack)
+    return tri < 0
+
+
+@njit(cache=True)
+def _segment_mesh(a, b, a0, b0, h, closed, boxes, links, triangles, grid, distances,
+                  stack, probe):
+    """(s, depth m, nx, ny, nz) in the mesh's frame: the point a + s (b - a) of a rope
+    segment that comes closer than h (m) to the mesh (or crosses it), how far and which
+    way it goes to keep h off (depth <= 0: it does not touch). A segment near the surface
+    goes straight out from its closest point (inward, if that point is inside a closed
+    mesh); one that a thin mesh pokes through (a ridge or pole narrower than the rope's
+    spacing) goes the way it came from, its separation from the mesh before the step
+    (``a0``, ``b0``: its ends then, in the mesh's frame before the step), as far as keeps
+    it h off (a bisection)."""
+    root = boxes[0]
+    for k in range(3):  # both ends beyond the same side of the padded bounds: no contact
+        if (a[k] < root[k] - h and b[k] < root[k] - h) or (
+                a[k] > root[k + 3] + h and b[k] > root[k + 3] + h):
+            return 0.0, -1.0, 0.0, 0.0, 0.0
+    dx, dy, dz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    for k in range(3):
+        probe[k] = 0.5 * (a[k] + b[k])
+    lower, upper = _distance_bounds(probe, grid, distances, closed)
+    if lower > h + 0.5 * np.sqrt(dx * dx + dy * dy + dz * dz):
+        return 0.0, -1.0, 0.0, 0.0, 0.0  # the whole segment stays more than h outside
+    d2, s, qx, qy, qz, tri, f = closest_to_segment(a[0], a[1], a[2], dx, dy, dz, h * h,
+                                                   boxes, links, triangles, stack)
+    if tri < 0:
+        return 0.0, -1.0, 0.0, 0.0, 0.0
+    if d2 > 0.0:
+        dist = np.sqrt(d2)
+        rx, ry, rz = a[0] + s * dx - qx, a[1] + s * dy - qy, a[2] + s * dz - qz
+        t = triangles[tri]
+        if closed and rx * t[f] + ry * t[f + 1] + rz * t[f + 2] < 0.0:  # inside
+            return s, h + dist, -rx / dist, -ry / dist, -rz / dist
+        return s, h - dist, rx / dist, ry / dist, rz / dist
+    ex, ey, ez = b0[0] - a0[0], b0[1] - a0[1], b0[2] - a0[2]
+    e2, u, px, py, pz, before, g = closest_to_segment(a0[0], a0[1], a0[2], ex, ey, ez, np.inf,
+                                                      boxes, links, triangles, stack)
+    if e2 > 0.0:  # away from the mesh, as it stood before the step
+        gap = np.sqrt(e2)
+        nx = (a0[0] + u * ex - px) / gap
+        ny = (a0[1] + u * ey - py) / gap
+        nz = (a0[2] + u * ez - pz) / gap
+    else:  # it crossed before too: the side of the crossed triangle it came from
+        t = triangles[tri]
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
+        if ((a0[0] + s * ex - qx) * nx + (a0[1] + s * ey - qy) * ny
+                + (a0[2] + s * ez - qz) * nz) < 0.0:
+            nx, ny, nz = -nx, -ny, -nz
+    lo, hi = 0.0, h
+    reach = 2.0 * h + np.sqrt((root[3] - root[0]) ** 2 + (root[4] - root[1]) ** 2
+                              + (root[5] - root[2]) ** 2)
+    while not _segment_clear(a[0], a[1], a[2], dx, dy, dz, hi, nx, ny, nz, h, boxes, links,
+                             triangles, stack):
+        if hi > reach:
+            return 0.0, -1.0, 0.0, 0.0, 0.0
+        lo, hi = hi, 2.0 * hi
+    for _ in range(PUSH_STEPS):
+        mid = 0.5 * (lo + hi)
+        if _segment_clear(a[0], a[1], a[2], dx, dy, dz, mid, nx, ny, nz, h, boxes, links,
+                          triangles, stack):
+            hi = mid
+        else:
+            lo = mid
+    return s, hi, nx, ny, nz
+
+
+@njit(cache=True)
+def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes, links,
+                      triangles, grids, distances, poses, motion, stack, scratch, planar):
+    """Rope segments (particle pairs) against boxes, capsules and meshes, at their poses
+    after the step: a segment that a collider pokes through between its two particles (a
+    thin rod, a box edge or a mesh ridge narrower than the spacing) is pushed out at its
+    deepest point (a mesh: _segment_mesh), the correction shared by the two particles by
+    their inverse masses and their weights on that point; the point's inward velocity
+    relative to the surface is removed and Coulomb friction applied to its tangential
+    part. ``scratch`` (15,) holds the segment's ends in a mesh's frame. Returns how many
+    segments touched."""
     touching = 0
+    a, b, a0, b0, probe = (scratch[0:3], scratch[3:6], scratch[6:9], scratch[9:12],
+                           scratch[12:15])
     for c in range(colliders.shape[0]):
         row = colliders[c]
         kind = int(row[KIND])
-        if kind == MESH:
-            continue
         pose = poses[c, 1]
         for k in range(segments.shape[0]):
             i, j = segments[k, 0], segments[k, 1]
@@ -456,7 +540,25 @@ def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar
                 continue
             ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
             bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
-            if kind == BOX:
+            if kind == MESH:
+                m = int(row[MESH_INDEX])
+                n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
+                g0 = meshes[m, 4]
+                g1 = g0 + int(grids[m, 4] * grids[m, 5] * grids[m, 6])
+                a[0], a[1], a[2] = ax, ay, az
+                b[0], b[1], b[2] = bx, by, bz
+                before = poses[c, 0]
+                a0[0], a0[1], a0[2] = _to_local(before, x_prev[i, 0], x_prev[i, 1],
+                                                x_prev[i, 2])
+                b0[0], b0[1], b0[2] = _to_local(before, x_prev[j, 0], x_prev[j, 1],
+                                                x_prev[j, 2])
+                s, depth, nx, ny, nz = _segment_mesh(
+                    a, b, a0, b0, row[P0], row[CLOSED] != 0.0, boxes[n0:n0 + nn],
+                    links[n0:n0 + nn], triangles[t0:t0 + tn], grids[m], distances[g0:g1],
+                    stack, probe)
+                if depth <= 0.0:
+                    continue
+            elif kind == BOX:
                 s, depth = _segment_in_box(row[P0:P0 + 3], ax, ay, az, bx, by, bz)
                 if depth <= 0.0:
                     continue
@@ -470,7 +572,9 @@ def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar
                     nz = 1.0 if qz >= 0.0 else -1.0
             else:
                 half, radius = row[P0], row[P1]
-                s, t = _closest_on_segments(ax, ay, az, bx, by, bz, half)
+                s, t = segment_params(ax, ay, az, bx - ax, by - ay, bz - az, -half, 0.0, 0.0,
+                                      2.0 * half, 0.0, 0.0)
+                t = half * (2.0 * t - 1.0)
                 qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
                 rx, ry, rz = qx - t, qy, qz
                 dist = np.sqrt(rx * rx + ry * ry + rz * rz)
@@ -526,29 +630,118 @@ def _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion, planar
     return touching
 
 
+#: Particles per block of the broad phase: a collider is tested against a block's
+#: particles only if it comes near the block's bounding box over the step.
+BLOCK = 32
+#: How much (m) the broad phase grows a collider's bounding box: far more than rounding.
+BROAD_MARGIN = 1e-4
+
+
+@njit(cache=True)
+def _collider_bounds(colliders, meshes, boxes, poses, bounds):
+    """bounds[c] = [lo xyz, hi xyz] (m): the world bounding box of collider c's surface
+    (and what lies within a mesh's h of it) at its pose before the step, grown by
+    BROAD_MARGIN; [6:9] its centre's shift over the step (m); [9] the angle (rad) it
+    turns by over the step; [10:13] its centre after the step (m)."""
+    for c in range(colliders.shape[0]):
+        row = colliders[c]
+        pose = poses[c, 0]
+        kind = int(row[KIND])
+        mx = my = mz = 0.0  # the surface's box in the collider's frame: centre m, half e
+        if kind == BOX:
+            ex, ey, ez = row[P0], row[P0 + 1], row[P0 + 2]
+        elif kind == CAPSULE:
+            ex, ey, ez = row[P0] + row[P1], row[P1], row[P1]
+        else:
+            root = boxes[meshes[int(row[MESH_INDEX]), 0]]
+            h = row[P0]
+            mx, my, mz = 0.5 * (root[0] + root[3]), 0.5 * (root[1] + root[4]), 0.5 * (
+                root[2] + root[5])
+            ex, ey, ez = 0.5 * (root[3] - root[0]) + h, 0.5 * (root[4] - root[1]) + h, 0.5 * (
+                root[5] - root[2]) + h
+        cx, cy, cz = _rotate(pose, mx, my, mz)
+        for k in range(3):
+            r0, r1, r2 = pose[3 + 3 * k], pose[4 + 3 * k], pose[5 + 3 * k]
+            half = abs(r0) * ex + abs(r1) * ey + abs(r2) * ez + BROAD_MARGIN
+            centre = pose[k] + (cx if k == 0 else (cy if k == 1 else cz))
+            bounds[c, k] = centre - half
+            bounds[c, 3 + k] = centre + half
+            bounds[c, 6 + k] = poses[c, 1, k] - pose[k]
+            bounds[c, 10 + k] = poses[c, 1, k]
+        trace = 0.0  # of R_before R_after^T: 1 + 2 cos(angle)
+        for k in range(3, 12):
+            trace += pose[k] * poses[c, 1, k]
+        bounds[c, 9] = np.arccos(min(max(0.5 * (trace - 1.0), -1.0), 1.0))
+
+
+@njit(cache=True)
+def _block_near(x, x_prev, start, stop, bounds, near):
+    """near[c] = whether collider c may touch a particle start..stop-1 that no other
+    obstacle moved. Seen from the collider standing at its pose before the step, a
+    particle goes from x_prev to x less the collider's shift and turned back about its
+    centre after the step by the step's angle (which moves it at most angle times its
+    distance from that centre), so the block's box of x_prev and x, stretched by minus
+    the shift and grown by that bound, must meet the collider's box (_collider_bounds)."""
+    lx = ly = lz = np.inf
+    hx = hy = hz = -np.inf
+    for i in range(start, stop):
+        lx = min(lx, x[i, 0], x_prev[i, 0])
+        ly = min(ly, x[i, 1], x_prev[i, 1])
+        lz = min(lz, x[i, 2], x_prev[i, 2])
+        hx = max(hx, x[i, 0], x_prev[i, 0])
+        hy = max(hy, x[i, 1], x_prev[i, 1])
+        hz = max(hz, x[i, 2], x_prev[i, 2])
+    for c in range(bounds.shape[0]):
+        grow = 0.0
+        if bounds[c, 9] != 0.0:  # the farthest corner of the block's box from the centre
+            far = 0.0
+            for k in range(3):
+                lo = lx if k == 0 else (ly if k == 1 else lz)
+                hi = hx if k == 0 else (hy if k == 1 else hz)
+                far += max(abs(lo - bounds[c, 10 + k]), abs(hi - bounds[c, 10 + k])) ** 2
+            grow = bounds[c, 9] * np.sqrt(far) * (1.0 + 1e-9)
+        meets = True
+        for k in range(3):
+            lo = lx if k == 0 else (ly if k == 1 else lz)
+            hi = hx if k == 0 else (hy if k == 1 else hz)
+            shift = bounds[c, 6 + k]
+            if (lo + min(-shift, 0.0) - grow > bounds[c, 3 + k]
+                    or hi + max(-shift, 0.0) + grow < bounds[c, k]):
+                meets = False
+        near[c] = meets
+
+
 @njit(cache=True)
 def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders, meshes,
                      boxes, links, triangles, grids, distances, segments, jumps, poses,
-                     motion, scratch, stack, time, dt, planar):
+                     motion, scratch, segment_scratch, bounds, near, stack, time, dt,
+                     planar):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
     ``x_prev``: the positions before the step (m); ``inv_mass`` (n,) 1/kg (0: fixed);
     ``colliders``: the collider table (COLUMNS per row); ``meshes`` (m, 5) int64 [first
     node, node count, first triangle, triangle count, first distance] into the BVH arrays
     and the distance grids (``grids`` (m, 8) their layout, bvh.distance_grid);
-    ``segments`` (s, 2) int64 the rope segments tested against boxes and capsules;
+    ``segments`` (s, 2) int64 the rope segments tested against the colliders;
     ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
-    ``motion`` (k, 6), ``scratch`` (24,) and ``stack`` scratch; ``time`` (s) the time at
-    the start of the step of ``dt`` (s).
+    ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 13),
+    ``near`` (k,) and ``stack`` scratch; ``time`` (s) the time at the start of the step
+    of ``dt`` (s). The broad phase: per block of BLOCK particles, only the colliders that
+    come near the block over the step (_block_near) are tested against its particles
+    (every collider against a particle another obstacle has moved).
     """
     _step_poses(colliders, jumps, time, dt, poses, motion, scratch[12:24])
+    _collider_bounds(colliders, meshes, boxes, poses, bounds)
     p0 = scratch[0:3]
     p1 = scratch[3:6]
     out = scratch[6:12]
     touching = 0
     for i in range(x.shape[0]):
+        if i % BLOCK == 0 and colliders.shape[0] > 0:
+            _block_near(x, x_prev, i, min(i + BLOCK, x.shape[0]), bounds, near)
         if fixed[i]:
             continue
+        was = touching  # a particle another obstacle moved meets every collider
         for g in range(grounds.shape[0]):  # a half-space: nothing passes it
             if x[i, 1] < grounds[g, 0]:
                 x[i, 1] = grounds[g, 0]
@@ -581,6 +774,8 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
             _resolve(v, i, out[3], out[4], out[5], spheres[s, 4], 0.0, 0.0, 0.0)
             touching += 1
         for c in range(colliders.shape[0]):
+            if not near[c] and touching == was:
+                continue
             row = colliders[c]
             before = poses[c, 0]
             after = poses[c, 1]
@@ -614,6 +809,7 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
                 v[i, 2] = 0.0
             touching += 1
     if segments.shape[0] > 0:
-        touching += _segment_contacts(x, v, inv_mass, segments, colliders, poses, motion,
-                                      planar)
+        touching += _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes,
+                                      boxes, links, triangles, grids, distances, poses,
+                                      motion, stack, segment_scratch, planar)
     return touching
