@@ -159,6 +159,7 @@ class NeighbourList:
         self.tiles = build_tiles(prims)
         self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
         self.counts = np.zeros(n_prims, np.int32)
+        self.keys = np.zeros(n_prims, np.int64)  # the touching pairs of a step, p * P + q
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
         self.reach = -1.0  # thickness + skin of the last build (m)
@@ -224,6 +225,9 @@ class NeighbourList:
             if largest <= self.slots.shape[1]:
                 break
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
+        listed = int(self.counts.sum())
+        if listed > self.keys.size:  # room for touching_pairs (self_contact.py)
+            self.keys = np.zeros(max(listed, 2 * self.keys.size), np.int64)
         self.x_build[:] = x
         self.built_for = thickness
         self.reach = reach
