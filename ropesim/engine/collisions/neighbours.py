@@ -213,7 +213,7 @@ class NeighbourList:
         self.largest_half = _largest_radius(x, p.prims)
         t = self.tiles
         fit_tiles(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,
-                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi)
+                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
         refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
             largest, self.searched, self.certified = query_tiles(
@@ -221,7 +221,8 @@ class NeighbourList:
                 reach, t.prim_start, t.prim_list, t.part_start, t.part_list, t.component, t.rest_mean, t.frame,
                 t.extent, t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi,
                 t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi, t.stack,
-                t.res_a, t.res_b, self.slots, self.counts)
+                t.res_a, t.res_b, t.x_members, t.rest_members, t.spheres_only, t.near_a,
+                t.near_b, self.slots, self.counts)
             if largest <= self.slots.shape[1]:
                 break
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
