@@ -46,7 +46,7 @@ EXCLUDE_FACTOR = 3.0
 #: skin for the next build, one that lasted LONG_LIVED steps or more a thicker one)
 SKIN_FACTOR = 1.0
 MIN_SKIN_FACTOR = 0.125
-MAX_SKIN_FACTOR = 2.0
+MAX_SKIN_FACTOR = 1.0
 SHORT_LIVED = 2
 LONG_LIVED = 16
 SKIN_STEP = 1.4
@@ -54,10 +54,10 @@ SKIN_STEP = 1.4
 DRIFT_CELLS = 4.0
 #: candidate slots per primitive to start with (doubled when a build needs more)
 START_SLOTS = 16
-#: after this many lists in a row that each lasted one step, the local drift check (which
-#: then costs a rebuild's time and saves nothing) runs only on every PROBE_EVERY-th step
-#: until a list lasts longer (the global check still runs every step)
-SKIP_LOCAL_AFTER = 4
+#: after this many lists in a row that each lasted one step, the drift checks (which then
+#: cost about a rebuild's time and save nothing) run only on every PROBE_EVERY-th step,
+#: the other steps rebuild at once, until a list lasts longer
+SKIP_CHECKS_AFTER = 4
 PROBE_EVERY = 8
 
 
@@ -167,7 +167,7 @@ class NeighbourList:
         self.searched = self.certified = 0  # tile pairs of the last build
         self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
         self.lived = 0  # updates since the last build
-        self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_LOCAL_AFTER)
+        self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_CHECKS_AFTER)
         self.largest_half = 0.0  # m, at the last build
         self.drift_mask = table_mask(n_prims)
         self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
@@ -180,12 +180,12 @@ class NeighbourList:
         rebuilt."""
         skin = self.skin
         self.lived += 1
-        if self.built_for == thickness:
+        if self.built_for == thickness and not self.skips_checks:
             if not drifted(x, self.x_build, 0.25 * skin * skin):
                 return False
             p = self.prims
             cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
-            if not self.skips_local_check and not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
+            if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
                                    self.drift_mask, self.box_min, self.box_max, self.touched,
                                    skin * skin):
                 return False
@@ -198,10 +198,11 @@ class NeighbourList:
         return True
 
     @property
-    def skips_local_check(self) -> bool:
-        """Whether update skips drifted_locally this step (see SKIP_LOCAL_AFTER)."""
+    def skips_checks(self) -> bool:
+        """Whether update skips the drift checks this step and rebuilds (see
+        SKIP_CHECKS_AFTER)."""
         streak = self.one_step_lists
-        return streak >= SKIP_LOCAL_AFTER and streak % PROBE_EVERY != 0
+        return streak >= SKIP_CHECKS_AFTER and streak % PROBE_EVERY != 0
 
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""

@@ -258,11 +258,10 @@ def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretc
                 stretch[t, r, c] = in_plane[t, 0, r] * frame[t, 0, c] + in_plane[t, 1, r] * frame[t, 1, c]
         largest_sq = 0.0
         for m in range(first, last):
-            i = part_list[m]
             c0, c1 = plane[m, 0], plane[m, 1]
-            ex = x[i, 0] - mx - b00 * c0 - b10 * c1
-            ey = x[i, 1] - my - b01 * c0 - b11 * c1
-            ez = x[i, 2] - mz - b02 * c0 - b12 * c1
+            ex = x_members[m, 0] - mx - b00 * c0 - b10 * c1
+            ey = x_members[m, 1] - my - b01 * c0 - b11 * c1
+            ez = x_members[m, 2] - mz - b02 * c0 - b12 * c1
             largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
         rho[t] = largest_sq ** 0.5
         g00 = b00 * b00 + b01 * b01 + b02 * b02
