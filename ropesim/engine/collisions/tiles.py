@@ -395,6 +395,13 @@ def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_s
         return
     if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
         return
+    _list_pair(p, q, slots, counts)
+
+
+@njit(cache=True, inline="always")
+def _list_pair(p, q, slots, counts):
+    """Put the pair p, q into the slots of the smaller index (counted past the slots'
+    width, so that the build can redo with wider slots)."""
     owner, other = (p, q) if p < q else (q, p)
     found = counts[owner]
     if found < slots.shape[1]:
@@ -524,13 +531,8 @@ def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_
                 continue
             p = prim_list[prim_start[a] + m - part_start[a]]
             q = prim_list[prim_start[b] + k - part_start[b]]
-            if _joined(prims[p, 0], prims[q, 0], adj_start, adj_list):
-                continue
-            owner, other = (p, q) if p < q else (q, p)
-            found = counts[owner]
-            if found < slots.shape[1]:
-                slots[owner, found] = other
-            counts[owner] = found + 1
+            if not _joined(prims[p, 0], prims[q, 0], adj_start, adj_list):
+                _list_pair(p, q, slots, counts)
 
 
 @njit(cache=True)
