@@ -416,3 +416,58 @@ def test_collision_panel_section_edits_thickness_and_friction_live():
     assert sim.self_friction == 10.0  # clamped to the allowed 0..10
     default = default_thickness(sim.system)
     assert seen[0] == ("thickness [m]", pytest.approx(0.1 * default), pytest.approx(5 * default))
+
+
+# --- rewinds ------------------------------------------------------------------------------
+def test_rewind_with_self_collision_steps_on_bit_for_bit_whatever_the_list_history():
+    """The pass takes the touching pairs in index order from whatever list is cached, so
+    a rewound simulation whose neighbour list was built at other steps, with another
+    skin, steps on exactly as the first time."""
+    sim, split = two_cloths(True, nx=8, small=5)
+    sim.step(130)  # the small cloth lies on the large one
+    state = sim.get_state()
+    neighbours = sim._self_collision.neighbours
+    touched = 0
+    for _ in range(40):
+        sim.step(1)
+        touched += sim._self_collision.touching
+    assert touched > 0  # in contact while timed
+    first_x, first_v = sim.positions.copy(), sim.velocities.copy()
+    sim.set_state(state)
+    neighbours.skin_factor = 0.3  # another skin, and a build at another step
+    neighbours.build(sim.positions, sim.thickness)
+    builds = neighbours.builds
+    sim.step(40)
+    assert neighbours.builds != builds
+    np.testing.assert_array_equal(sim.positions, first_x)
+    np.testing.assert_array_equal(sim.velocities, first_v)
+
+
+def test_pass_result_does_not_depend_on_the_skin_of_the_cached_list():
+    """Three small cloths stacked 0.9 and 1.03 thicknesses apart: pushing the lowest
+    pair apart moves the middle cloth into the top one. A list built with a thick skin
+    holds the top pair, one with a thin skin does not; the pass must not care (it takes
+    only the pairs closer than the thickness when it starts)."""
+    layers = [rs.cloth(2, 2, spacing=0.05, plane="xz", pins="none") for _ in range(3)]
+    sim = rs.Simulation(rs.concatenate(layers), dt=1e-3, gravity=(0, 0, 0),
+                        self_collision=True)
+    thickness = sim.thickness
+    x = sim.positions.astype(np.float64)
+    x[4:8, 1] += 0.9 * thickness
+    x[8:12, 1] += (0.9 + 1.03) * thickness
+    v = np.zeros_like(x)
+    v[8:12, 1] = -0.1  # the top cloth comes down
+    collision = sim._self_collision
+    neighbours = collision.neighbours
+    results = []
+    for skin in (0.01, 1.0):
+        neighbours.skin_factor = skin
+        neighbours.build(x, thickness)
+        results.append((listed_pairs(sim), x.copy(), v.copy()))
+        collision.apply(results[-1][1], results[-1][2], sim._params.inv_mass, sim._fixed)
+    (thin_list, x_thin, v_thin), (thick_list, x_thick, v_thick) = results
+    assert len(thick_list) > len(thin_list)  # the top pairs are listed only with the thick skin
+    np.testing.assert_array_equal(x_thin, x_thick)
+    np.testing.assert_array_equal(v_thin, v_thick)
+    assert np.linalg.norm(x_thick[4:8, 1] - x_thick[:4, 1]) > 0  # the pass did push
+    assert (x_thick[4:8, 1] - x_thick[:4, 1]).min() == pytest.approx(thickness)

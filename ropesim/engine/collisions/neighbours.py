@@ -46,7 +46,7 @@ EXCLUDE_FACTOR = 3.0
 #: skin for the next build, one that lasted LONG_LIVED steps or more a thicker one)
 SKIN_FACTOR = 1.0
 MIN_SKIN_FACTOR = 0.125
-MAX_SKIN_FACTOR = 2.0
+MAX_SKIN_FACTOR = 1.0
 SHORT_LIVED = 2
 LONG_LIVED = 16
 SKIN_STEP = 1.4
@@ -54,10 +54,10 @@ SKIN_STEP = 1.4
 DRIFT_CELLS = 4.0
 #: candidate slots per primitive to start with (doubled when a build needs more)
 START_SLOTS = 16
-#: after this many lists in a row that each lasted one step, the local drift check (which
-#: then costs a rebuild's time and saves nothing) runs only on every PROBE_EVERY-th step
-#: until a list lasts longer (the global check still runs every step)
-SKIP_LOCAL_AFTER = 4
+#: after this many lists in a row that each lasted one step, the drift checks (which then
+#: cost about a rebuild's time and save nothing) run only on every PROBE_EVERY-th step,
+#: the other steps rebuild at once, until a list lasts longer
+SKIP_CHECKS_AFTER = 4
 PROBE_EVERY = 8
 
 
@@ -159,6 +159,7 @@ class NeighbourList:
         self.tiles = build_tiles(prims)
         self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
         self.counts = np.zeros(n_prims, np.int32)
+        self.keys = np.zeros(n_prims, np.int64)  # the touching pairs of a step, p * P + q
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
         self.reach = -1.0  # thickness + skin of the last build (m)
@@ -166,7 +167,7 @@ class NeighbourList:
         self.searched = self.certified = 0  # tile pairs of the last build
         self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
         self.lived = 0  # updates since the last build
-        self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_LOCAL_AFTER)
+        self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_CHECKS_AFTER)
         self.largest_half = 0.0  # m, at the last build
         self.drift_mask = table_mask(n_prims)
         self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
@@ -179,12 +180,12 @@ class NeighbourList:
         rebuilt."""
         skin = self.skin
         self.lived += 1
-        if self.built_for == thickness:
+        if self.built_for == thickness and not self.skips_checks:
             if not drifted(x, self.x_build, 0.25 * skin * skin):
                 return False
             p = self.prims
             cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
-            if not self.skips_local_check and not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
+            if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
                                    self.drift_mask, self.box_min, self.box_max, self.touched,
                                    skin * skin):
                 return False
@@ -197,10 +198,11 @@ class NeighbourList:
         return True
 
     @property
-    def skips_local_check(self) -> bool:
-        """Whether update skips drifted_locally this step (see SKIP_LOCAL_AFTER)."""
+    def skips_checks(self) -> bool:
+        """Whether update skips the drift checks this step and rebuilds (see
+        SKIP_CHECKS_AFTER)."""
         streak = self.one_step_lists
-        return streak >= SKIP_LOCAL_AFTER and streak % PROBE_EVERY != 0
+        return streak >= SKIP_CHECKS_AFTER and streak % PROBE_EVERY != 0
 
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""
@@ -212,7 +214,7 @@ class NeighbourList:
         self.largest_half = _largest_radius(x, p.prims)
         t = self.tiles
         fit_tiles(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,
-                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi)
+                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
         refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
             largest, self.searched, self.certified = query_tiles(
@@ -220,10 +222,14 @@ class NeighbourList:
                 reach, t.prim_start, t.prim_list, t.part_start, t.part_list, t.component, t.rest_mean, t.frame,
                 t.extent, t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi,
                 t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi, t.stack,
-                t.res_a, t.res_b, self.slots, self.counts)
+                t.res_a, t.res_b, t.x_members, t.rest_members, t.spheres_only, t.near_a,
+                t.near_b, self.slots, self.counts)
             if largest <= self.slots.shape[1]:
                 break
             self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
+        listed = int(self.counts.sum())
+        if listed > self.keys.size:  # room for touching_pairs (self_contact.py)
+            self.keys = np.zeros(max(listed, 2 * self.keys.size), np.int64)
         self.x_build[:] = x
         self.built_for = thickness
         self.reach = reach

@@ -1,9 +1,12 @@
 """Self-collision: the contact response and the object a Simulation keeps.
 
 After the integrator's step (and the grab, tearing and strain limit; before the
-ground and spheres), every candidate pair of the neighbour list (neighbours.py) whose
-primitives are closer than ``thickness`` (m) is projected apart, in ``ITERATIONS``
-Gauss-Seidel passes over the pairs:
+ground and spheres), the pairs of the neighbour list (neighbours.py) whose primitives
+are closer than ``thickness`` (m) are taken, in the order of their primitives' indices
+(touching_pairs), and projected apart in up to ``ITERATIONS`` Gauss-Seidel passes over
+them (a pair that another pair's projection pushes closer than the thickness waits for
+the next step). So the pass depends on the positions and velocities only, not on when
+the list was last built: a rewound simulation (snapshot.py) steps on bit for bit.
 
 * position: the closest points p (at s on segment a0-a1) and q (at t on b0-b1) move
   apart along n = (p - q) / |p - q| until |p - q| = thickness; the correction is split
@@ -78,70 +81,95 @@ def default_thickness(system: SpringSystem) -> float:
 
 
 @njit(cache=True)
-def resolve_pairs(x, v, inv_mass, fixed, prims, slots, counts, thickness, friction,
+def touching_pairs(x, prims, slots, counts, thickness, keys):
+    """The candidate pairs whose primitives are closer than ``thickness`` (m) now, into
+    keys[:found] as p * P + q (p < q, P primitives), sorted; returns found. Every pair
+    that close is in the list (neighbours.py), so these keys, and the passes over them,
+    depend on the positions only, not on when the list was built."""
+    n_prims = prims.shape[0]
+    limit_sq = thickness * thickness
+    found = 0
+    for p in range(n_prims):
+        a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+        for slot in range(counts[p]):
+            q = slots[p, slot]
+            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                      wb2)
+            if gx * gx + gy * gy + gz * gz < limit_sq:
+                keys[found] = p * n_prims + q
+                found += 1
+    keys[:found].sort()
+    return found
+
+
+@njit(cache=True)
+def resolve_pairs(x, v, inv_mass, fixed, prims, keys, found, thickness, friction,
                   iterations):
-    """Project penetrating candidate pairs apart (module docstring); returns how many
-    pair projections ran (a pair counts once per pass it was found penetrating)."""
+    """Project the touching pairs keys[:found] (touching_pairs) apart (module
+    docstring); returns how many pair projections ran (a pair counts once per pass it
+    was found penetrating)."""
+    n_prims = prims.shape[0]
     touching = 0
     for _ in range(iterations):
         moved = 0
-        for p in range(prims.shape[0]):
+        for k in range(found):
+            p, q = keys[k] // n_prims, keys[k] % n_prims
             a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-            for slot in range(counts[p]):
-                q = slots[p, slot]
-                b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-                wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-                gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
-                                          wb1, wb2)
-                dist_sq = gx * gx + gy * gy + gz * gz
-                if dist_sq >= thickness * thickness:
-                    continue
-                dist = dist_sq ** 0.5
-                if dist > 1e-12 * thickness:
-                    nx, ny, nz = gx / dist, gy / dist, gz / dist
-                else:  # on top of each other: push along y
-                    nx, ny, nz = 0.0, 1.0, 0.0
-                # weight x inverse mass of each end (0: pinned or grabbed; a repeated
-                # index of a sphere or capsule has weight 0)
-                ka0 = 0.0 if fixed[a0] else wa0 * inv_mass[a0]
-                ka1 = 0.0 if fixed[a1] else wa1 * inv_mass[a1]
-                ka2 = 0.0 if fixed[a2] else wa2 * inv_mass[a2]
-                kb0 = 0.0 if fixed[b0] else wb0 * inv_mass[b0]
-                kb1 = 0.0 if fixed[b1] else wb1 * inv_mass[b1]
-                kb2 = 0.0 if fixed[b2] else wb2 * inv_mass[b2]
-                total = (ka0 * wa0 + ka1 * wa1 + ka2 * wa2 + kb0 * wb0 + kb1 * wb1
-                         + kb2 * wb2)
-                if total <= 0.0:
-                    continue
-                lam = (thickness - dist) / total
-                _push(x, a0, ka0 * lam, nx, ny, nz)
-                _push(x, a1, ka1 * lam, nx, ny, nz)
-                _push(x, a2, ka2 * lam, nx, ny, nz)
-                _push(x, b0, -kb0 * lam, nx, ny, nz)
-                _push(x, b1, -kb1 * lam, nx, ny, nz)
-                _push(x, b2, -kb2 * lam, nx, ny, nz)
-                moved += 1
-                # relative velocity of the contact points
-                rx, ry, rz = weighted_gap(v, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
-                                          wb2)
-                vn = rx * nx + ry * ny + rz * nz
-                if vn >= 0.0:
-                    continue
-                jn = -vn / total  # normal impulse per unit of the weights (kg m/s)
-                tx, ty, tz = rx - vn * nx, ry - vn * ny, rz - vn * nz
-                vt = (tx * tx + ty * ty + tz * tz) ** 0.5
-                jx, jy, jz = jn * nx, jn * ny, jn * nz
-                if vt > 0.0:
-                    jt = min(vt / total, friction * jn) / vt
-                    jx -= jt * tx
-                    jy -= jt * ty
-                    jz -= jt * tz
-                _push(v, a0, ka0, jx, jy, jz)
-                _push(v, a1, ka1, jx, jy, jz)
-                _push(v, a2, ka2, jx, jy, jz)
-                _push(v, b0, -kb0, jx, jy, jz)
-                _push(v, b1, -kb1, jx, jy, jz)
-                _push(v, b2, -kb2, jx, jy, jz)
+            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
+                                      wb1, wb2)
+            dist_sq = gx * gx + gy * gy + gz * gz
+            if dist_sq >= thickness * thickness:
+                continue
+            dist = dist_sq ** 0.5
+            if dist > 1e-12 * thickness:
+                nx, ny, nz = gx / dist, gy / dist, gz / dist
+            else:  # on top of each other: push along y
+                nx, ny, nz = 0.0, 1.0, 0.0
+            # weight x inverse mass of each end (0: pinned or grabbed; a repeated
+            # index of a sphere or capsule has weight 0)
+            ka0 = 0.0 if fixed[a0] else wa0 * inv_mass[a0]
+            ka1 = 0.0 if fixed[a1] else wa1 * inv_mass[a1]
+            ka2 = 0.0 if fixed[a2] else wa2 * inv_mass[a2]
+            kb0 = 0.0 if fixed[b0] else wb0 * inv_mass[b0]
+            kb1 = 0.0 if fixed[b1] else wb1 * inv_mass[b1]
+            kb2 = 0.0 if fixed[b2] else wb2 * inv_mass[b2]
+            total = (ka0 * wa0 + ka1 * wa1 + ka2 * wa2 + kb0 * wb0 + kb1 * wb1
+                     + kb2 * wb2)
+            if total <= 0.0:
+                continue
+            lam = (thickness - dist) / total
+            _push(x, a0, ka0 * lam, nx, ny, nz)
+            _push(x, a1, ka1 * lam, nx, ny, nz)
+            _push(x, a2, ka2 * lam, nx, ny, nz)
+            _push(x, b0, -kb0 * lam, nx, ny, nz)
+            _push(x, b1, -kb1 * lam, nx, ny, nz)
+            _push(x, b2, -kb2 * lam, nx, ny, nz)
+            moved += 1
+            # relative velocity of the contact points
+            rx, ry, rz = weighted_gap(v, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                      wb2)
+            vn = rx * nx + ry * ny + rz * nz
+            if vn >= 0.0:
+                continue
+            jn = -vn / total  # normal impulse per unit of the weights (kg m/s)
+            tx, ty, tz = rx - vn * nx, ry - vn * ny, rz - vn * nz
+            vt = (tx * tx + ty * ty + tz * tz) ** 0.5
+            jx, jy, jz = jn * nx, jn * ny, jn * nz
+            if vt > 0.0:
+                jt = min(vt / total, friction * jn) / vt
+                jx -= jt * tx
+                jy -= jt * ty
+                jz -= jt * tz
+            _push(v, a0, ka0, jx, jy, jz)
+            _push(v, a1, ka1, jx, jy, jz)
+            _push(v, a2, ka2, jx, jy, jz)
+            _push(v, b0, -kb0, jx, jy, jz)
+            _push(v, b1, -kb1, jx, jy, jz)
+            _push(v, b2, -kb2, jx, jy, jz)
         touching += moved
         if moved == 0:
             break
@@ -212,7 +240,8 @@ class SelfCollision:
         """One post-step pass on positions x (m) and velocities v (m/s), in place."""
         nl = self.neighbours
         nl.update(x, self.thickness)
-        p = nl.prims
-        self.touching = resolve_pairs(x, v, inv_mass, fixed, p.prims, nl.slots, nl.counts,
+        prims = nl.prims.prims
+        found = touching_pairs(x, prims, nl.slots, nl.counts, self.thickness, nl.keys)
+        self.touching = resolve_pairs(x, v, inv_mass, fixed, prims, nl.keys, found,
                                       self.thickness, self.friction, ITERATIONS)
         return self.touching

@@ -58,9 +58,12 @@ class Tiles:
     part_list: the particles of each tile's primitives; component (T,); rest_mean (T, 3)
     m; frame (T, 3, 3): rows u1, u2 (the rest plane) and the normal; extent (T, 3) m:
     half-sizes of the rest positions along the frame; inv_moment (T, 2) 1/m^2 (0 for a
-    tile without a rest plane); plane (M, 2) m: each member's rest offset along u1, u2.
-    Per build: x_mean (T, 3) m, stretch A (T, 3, 3), its
-    in-plane columns A u (T, 2, 3), residual rho (T,) m, sigma (T,), box lo/hi (T, 3) m.
+    tile without a rest plane); plane (M, 2) m: each member's rest offset along u1, u2;
+    rest_members (M, 3) m: the members' rest positions; spheres_only (T,): the tile's
+    primitives are the spheres of its members, in member order (a cloth's tile).
+    Per build: x_mean (T, 3) m, stretch A (T, 3, 3), its in-plane columns A u (T, 2, 3),
+    residual rho (T,) m, sigma (T,), box lo/hi (T, 3) m, the members' positions
+    x_members (M, 3) m.
     """
 
     prim_start: np.ndarray
@@ -73,6 +76,8 @@ class Tiles:
     extent: np.ndarray
     inv_moment: np.ndarray
     plane: np.ndarray
+    rest_members: np.ndarray
+    spheres_only: np.ndarray
 
     def __post_init__(self) -> None:
         t = self.n_tiles
@@ -92,6 +97,11 @@ class Tiles:
         # scratch: residuals of the primitives of the two tiles of a searched pair
         self.res_a = np.zeros(int(sizes.max()) if sizes.size else 0)
         self.res_b = np.zeros_like(self.res_a)
+        self.x_members = np.zeros((self.part_list.size, 3))
+        members = np.diff(self.part_start)
+        # scratch: the members of the two tiles of a searched pair near the other's box
+        self.near_a = np.zeros(int(members.max()) if members.size else 0, np.int64)
+        self.near_b = np.zeros_like(self.near_a)
 
     @property
     def n_tiles(self) -> int:
@@ -176,23 +186,34 @@ def build_tiles(prims: Primitives) -> Tiles:
     inv_moment = np.zeros((n_tiles, 2))
     inv_moment[planar, 0] = 1.0 / values[planar, 2]
     inv_moment[planar, 1] = 1.0 / values[planar, 1]
+    # a tile of spheres only lists its particles in both lists, in the same order
+    sphere = p[prim_list, 0] == p[prim_list, 2]
+    spheres_only = (np.diff(prim_start) == counts) & (
+        np.add.reduceat(sphere.astype(np.int64), prim_start[:-1]) == counts)
+    for t in np.flatnonzero(spheres_only):
+        first, last = prim_start[t], prim_start[t + 1]
+        spheres_only[t] = np.array_equal(p[prim_list[first:last], 0],
+                                         part_list[part_start[t]:part_start[t + 1]])
     return Tiles(prim_start=prim_start, prim_list=prim_list, part_start=part_start,
                  part_list=np.ascontiguousarray(part_list, dtype=np.int64),
                  component=np.ascontiguousarray(prims.component[p[prim_list[prim_start[:-1]], 0]]),
                  rest_mean=np.ascontiguousarray(rest_mean), frame=frame,
                  extent=np.ascontiguousarray(extent), inv_moment=inv_moment,
-                 plane=np.ascontiguousarray(np.einsum("kdj,kj->kd", frame[part_tile, :2], q)))
+                 plane=np.ascontiguousarray(np.einsum("kdj,kj->kd", frame[part_tile, :2], q)),
+                 rest_members=np.ascontiguousarray(r, dtype=np.float64),
+                 spheres_only=spheres_only)
 
 
 @njit(cache=True)
 def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch, in_plane,
-              rho, sigma, lo, hi):
+              rho, sigma, lo, hi, x_members):
     """Per tile: the mean x_mean, the least-squares stretch A (x - x_mean ~ A (r -
     rest_mean), A normal = 0), its in-plane columns A u1, A u2, the largest residual rho
     (m), the smallest in-plane stretch sigma and the bounding box lo, hi (m) of its
     particles at the positions x (m). ``plane`` holds each member's rest offset in its
     tile's plane (u1 . q, u2 . q); the offsets sum to 0, so A u_c = sum x (u_c . q) /
-    moment_c needs no mean first."""
+    moment_c needs no mean first. The members' positions go to x_members, in member
+    order."""
     for t in range(part_start.shape[0] - 1):
         first, last = part_start[t], part_start[t + 1]
         mx = my = mz = 0.0
@@ -203,6 +224,7 @@ def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretc
         for m in range(first, last):
             i = part_list[m]
             px, py, pz = x[i, 0], x[i, 1], x[i, 2]
+            x_members[m, 0], x_members[m, 1], x_members[m, 2] = px, py, pz
             mx += px
             my += py
             mz += pz
@@ -236,11 +258,10 @@ def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretc
                 stretch[t, r, c] = in_plane[t, 0, r] * frame[t, 0, c] + in_plane[t, 1, r] * frame[t, 1, c]
         largest_sq = 0.0
         for m in range(first, last):
-            i = part_list[m]
             c0, c1 = plane[m, 0], plane[m, 1]
-            ex = x[i, 0] - mx - b00 * c0 - b10 * c1
-            ey = x[i, 1] - my - b01 * c0 - b11 * c1
-            ez = x[i, 2] - mz - b02 * c0 - b12 * c1
+            ex = x_members[m, 0] - mx - b00 * c0 - b10 * c1
+            ey = x_members[m, 1] - my - b01 * c0 - b11 * c1
+            ez = x_members[m, 2] - mz - b02 * c0 - b12 * c1
             largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
         rho[t] = largest_sq ** 0.5
         g00 = b00 * b00 + b01 * b01 + b02 * b02
@@ -374,6 +395,13 @@ def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_s
         return
     if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
         return
+    _list_pair(p, q, slots, counts)
+
+
+@njit(cache=True, inline="always")
+def _list_pair(p, q, slots, counts):
+    """Put the pair p, q into the slots of the smaller index (counted past the slots'
+    width, so that the build can redo with wider slots)."""
     owner, other = (p, q) if p < q else (q, p)
     found = counts[owner]
     if found < slots.shape[1]:
@@ -452,6 +480,61 @@ def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, r
                        rest_x, exclude_sq, reach_sq, slots, counts)
 
 
+@njit(cache=True, inline="always")
+def _near_members(t, other, reach, part_start, x_members, lo, hi, out):
+    """The members of tile t (indices into x_members) within ``reach`` (m) of tile
+    ``other``'s box on every axis, into out; returns how many."""
+    found = 0
+    for m in range(part_start[t], part_start[t + 1]):
+        near = True
+        for d in range(3):
+            if x_members[m, d] > hi[other, d] + reach or x_members[m, d] < lo[other, d] - reach:
+                near = False
+        if near:
+            out[found] = m
+            found += 1
+    return found
+
+
+@njit(cache=True, inline="always")
+def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list, prims,
+                    adj_start, adj_list, exclude_sq, reach, lo, hi, near_a, near_b, slots,
+                    counts):
+    """_search_pair for two tiles of one component made of spheres only (spheres_only):
+    the members' positions in tile order, distance first, then the rest-shape distance
+    and the springs (excluded's tests for two spheres of one component)."""
+    reach_sq = reach * reach
+    if a == b:
+        count_a = count_b = part_start[a + 1] - part_start[a]
+        for k in range(count_a):
+            near_a[k] = part_start[a] + k
+        near_b = near_a
+    else:
+        count_a = _near_members(a, b, reach, part_start, x_members, lo, hi, near_a)
+        if count_a == 0:
+            return
+        count_b = _near_members(b, a, reach, part_start, x_members, lo, hi, near_b)
+    for u in range(count_a):
+        m = near_a[u]
+        px, py, pz = x_members[m, 0], x_members[m, 1], x_members[m, 2]
+        for w in range(u + 1 if a == b else 0, count_b):
+            k = near_b[w]
+            gx = px - x_members[k, 0]
+            gy = py - x_members[k, 1]
+            gz = pz - x_members[k, 2]
+            if gx * gx + gy * gy + gz * gz > reach_sq:
+                continue
+            gx = rest_members[m, 0] - rest_members[k, 0]
+            gy = rest_members[m, 1] - rest_members[k, 1]
+            gz = rest_members[m, 2] - rest_members[k, 2]
+            if gx * gx + gy * gy + gz * gz < exclude_sq:
+                continue
+            p = prim_list[prim_start[a] + m - part_start[a]]
+            q = prim_list[prim_start[b] + k - part_start[b]]
+            if not _joined(prims[p, 0], prims[q, 0], adj_start, adj_list):
+                _list_pair(p, q, slots, counts)
+
+
 @njit(cache=True)
 def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
     """Boxes (m) of the tree's nodes from the tiles' boxes lo, hi: the nodes are in
@@ -471,7 +554,8 @@ def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
 def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
                 prim_start, prim_list, part_start, part_list, tile_component, rest_mean,
                 frame, extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right, node_tile,
-                node_lo, node_hi, stack, res_a, res_b, slots, counts):
+                node_lo, node_hi, stack, res_a, res_b, x_members, rest_members, spheres_only,
+                near_a, near_b, slots, counts):
     """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
     by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
     against itself, and each pair of tiles whose boxes come within ``reach`` (m) is
@@ -525,6 +609,11 @@ def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, re
             certified += 1
             continue
         searched += 1
+        if tile_component[a] == tile_component[b] and spheres_only[a] and spheres_only[b]:
+            _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list,
+                            prims, adj_start, adj_list, exclude_sq, reach, lo, hi, near_a,
+                            near_b, slots, counts)
+            continue
         base, budget = -1, -np.inf
         if tile_component[a] == tile_component[b]:
             for t, other in ((a, b), (b, a)):
