@@ -49,8 +49,8 @@ def test_a_burst_of_load_in_the_first_window_costs_only_a_few_calls(clock):
 
 def test_a_wrong_first_pick_is_checked_again_soon(clock):
     # the first window sees parallel slower (the machine was busy), then parallel is
-    # twice as fast: the pick is re-checked after CONFIRM_FRACTION of the interval, not
-    # after the interval (0.25 s: 250 serial calls here)
+    # twice as fast: the pick is re-checked after ``recheck`` seconds, not after the
+    # interval (0.25 s: 250 serial calls here)
     chooser = parallel.Chooser()
 
     def cost(call, use, previous):
@@ -67,6 +67,11 @@ def test_a_wrong_first_pick_is_checked_again_soon(clock):
     # (the check, a window and a confirming one), not the whole interval (250 calls)
     serial_after = sum(not p for p in picks[20:])
     assert serial_after < 0.25 * chooser.base_interval / 1.0e-3
+    # recheck = the interval: the wrong pick runs for the whole interval
+    clock[0] = 0.0
+    late = parallel.Chooser(recheck=0.25)
+    picks = drive(late, clock, cost, 400)
+    assert sum(not p for p in picks[20:]) > 0.9 * late.base_interval / 1.0e-3
 
 
 def test_turns_of_two_leave_the_wake_up_call_out(clock):

@@ -44,9 +44,6 @@ MODES = ("auto", "serial", "parallel")
 #: a Chooser's window confirms its pick by a clear margin when the slower version's time
 #: is above this multiple of the faster one's; then the next window waits twice as long
 CLEAR_MARGIN = 1.2
-#: a pick that a window has just made (the first one, or a flip) is checked again after
-#: this fraction of the base interval
-CONFIRM_FRACTION = 0.125
 
 _mode = os.environ.get("ROPESIM_PARALLEL", "auto").strip().lower() or "auto"
 if _mode not in MODES:
@@ -137,16 +134,16 @@ class Chooser:
     The next window opens ``interval`` seconds later; the interval doubles, up to
     ``max_interval``, each time a window confirms the choice by a clear margin
     (CLEAR_MARGIN), and starts over after a close call. A pick the last window made
-    (the first one, or a flip) is checked again soon, after ``interval`` x CONFIRM_FRACTION:
-    one noisy window on a busy machine then costs a few calls, not seconds of the slower
-    version. Usage::
+    (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
+    window on a busy machine then costs a few calls, not seconds of the slower version.
+    Usage::
 
         parallel = chooser.parallel()
         start = time.perf_counter(); run(parallel); chooser.record(parallel, start)
     """
 
     def __init__(self, probe: int = 5, interval: float = 0.25, max_interval: float = 2.0,
-                 statistic: str = "median", interleave: int = 2):
+                 statistic: str = "median", interleave: int = 2, recheck: float = 0.03):
         if statistic not in ("median", "mean"):
             raise ValueError(f"statistic: allowed median, mean, got {statistic!r}")
         if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
@@ -162,6 +159,7 @@ class Chooser:
         self.base_interval = interval
         self.max_interval = max_interval
         self.interval = interval
+        self.recheck = recheck
         self.samples: tuple[list[float], list[float]] = ([], [])
         self.calls = [0, 0]
         self.best = 0
@@ -229,7 +227,7 @@ class Chooser:
             self.best = best
         if not confirmed:
             self.interval = self.base_interval
-            self._next_probe = now + self.base_interval * CONFIRM_FRACTION
+            self._next_probe = now + self.recheck
             return
         if slow > CLEAR_MARGIN * fast:
             self.interval = min(2.0 * self.interval, self.max_interval)
