@@ -137,3 +137,15 @@ def test_a_window_compares_calls_of_the_same_window(clock):
 def test_bad_settings_name_the_field(field, kwargs):
     with pytest.raises(ValueError, match=field):
         parallel.Chooser(**kwargs)
+
+
+def test_a_hopeless_version_is_dropped_after_one_timed_call(clock):
+    # a busy machine: a parallel call waits for a core, 20x the serial call. Each window
+    # runs it twice (the untimed first call of its turn and one timed call), not a whole
+    # window's worth
+    chooser = parallel.Chooser()
+    picks = drive(chooser, clock, lambda call, use, prev: 20e-3 if use else 1e-3, 5000)
+    assert chooser.best == 0 and chooser.windows >= 4
+    assert sum(picks) <= 2 * chooser.windows
+    parallel_time = sum(picks) * 20e-3
+    assert parallel_time < 0.1 * clock[0]

@@ -44,6 +44,10 @@ MODES = ("auto", "serial", "parallel")
 #: a Chooser's window confirms its pick by a clear margin when the slower version's time
 #: is above this multiple of the faster one's; then the next window waits twice as long
 CLEAR_MARGIN = 1.2
+#: a window ends at once when one timed call of a version takes more than this multiple
+#: of the other's time in the window (on a busy machine a parallel call can take 10-100x
+#: the serial one: re-timing it for a whole window would cost seconds)
+HOPELESS = 4.0
 
 _mode = os.environ.get("ROPESIM_PARALLEL", "auto").strip().lower() or "auto"
 if _mode not in MODES:
@@ -131,7 +135,8 @@ class Chooser:
     ``interleave``: 1 (True) alternates call by call, for calls whose cost drifts;
     0 (False) times each version in one block of ``probe + 1`` calls.
 
-    The next window opens ``interval`` seconds later; the interval doubles, up to
+    A window ends early when one call of a version takes more than HOPELESS x the other's
+    time in the window. The next window opens ``interval`` seconds later; the interval doubles, up to
     ``max_interval``, each time a window confirms the choice by a clear margin
     (CLEAR_MARGIN), and starts over after a close call. A pick the last window made
     (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
@@ -185,7 +190,7 @@ class Chooser:
     def _open_window(self) -> None:
         self._window = True
         self._fresh = [0, 0]
-        self._turn = 1 - self.best  # the other version first
+        self._turn = self.best  # first a fresh time of the current pick to compare with
         self._turn_left = self.turn_length
         self._last = self.best
 
@@ -203,10 +208,16 @@ class Chooser:
         self._last = which
         if self.calls[which] > 1 and not (switched and self.interleave != 1):
             samples = self.samples[which]
-            samples.append((now - start) / work)
+            sample = (now - start) / work
+            samples.append(sample)
             if len(samples) > self.probe:
                 del samples[0]
             self._fresh[which] += 1
+            other = 1 - which
+            fresh = min(self._fresh[other], self.probe)
+            if fresh and sample > HOPELESS * self._summary(self.samples[other][-fresh:]):
+                self._close_window(now, winner=other)  # no need for more calls of it
+                return
         self._turn_left -= 1
         if self._turn_left <= 0:
             self._turn = 1 - self._turn
@@ -214,11 +225,15 @@ class Chooser:
         if min(self._fresh) >= self.probe:
             self._close_window(now)
 
-    def _close_window(self, now: float) -> None:
-        """Pick from the window's samples and schedule the next window."""
-        serial, parallel = self._summary(self.samples[0]), self._summary(self.samples[1])
-        best = int(parallel < serial)
-        fast, slow = min(serial, parallel), max(serial, parallel)
+    def _close_window(self, now: float, winner: int = -1) -> None:
+        """Pick from the window's samples (or ``winner``, the other one having been
+        HOPELESS) and schedule the next window."""
+        if winner >= 0:
+            best, clear = winner, True
+        else:
+            serial, parallel = self._summary(self.samples[0]), self._summary(self.samples[1])
+            best = int(parallel < serial)
+            clear = max(serial, parallel) > CLEAR_MARGIN * min(serial, parallel)
         confirmed = self.windows > 0 and best == self.best
         self.windows += 1
         self._window = False
@@ -229,7 +244,7 @@ class Chooser:
             self.interval = self.base_interval
             self._next_probe = now + self.recheck
             return
-        if slow > CLEAR_MARGIN * fast:
+        if clear:
             self.interval = min(2.0 * self.interval, self.max_interval)
         else:
             self.interval = self.base_interval
