@@ -17,9 +17,10 @@ What this module does:
 2. ``Chooser``: every kernel with a parallel version also has a serial version that
    gives bit-for-bit the same result (the work is split so that each value is summed
    in the same order whatever the thread count). A Chooser times both on the running
-   machine, uses the faster, and re-checks the other about twice a second, so a
-   parallel kernel never stays slower than the serial one when the machine gets busy,
-   and switching never changes a result.
+   machine (the two taking turns, so that load from other processes falls on both),
+   uses the faster, and times them again soon after a new pick and then every 0.25-2 s,
+   so a parallel kernel never stays slower than the serial one when the machine gets
+   busy, and switching never changes a result.
 
 ``set_mode("serial" | "parallel" | "auto")`` (or the ``ROPESIM_PARALLEL`` environment
 variable) forces a choice, e.g. for benchmarks; ``info()`` reports the configuration.
@@ -39,6 +40,14 @@ SPIN_COUNT = 20000
 LAYER_PRIORITY = ("omp", "tbb", "workqueue")
 
 MODES = ("auto", "serial", "parallel")
+
+#: a Chooser's window confirms its pick by a clear margin when the slower version's time
+#: is above this multiple of the faster one's; then the next window waits twice as long
+CLEAR_MARGIN = 1.2
+#: a window ends at once when one timed call of a version takes more than this multiple
+#: of the other's time in the window (on a busy machine a parallel call can take 10-100x
+#: the serial one: re-timing it for a whole window would cost seconds)
+HOPELESS = 4.0
 
 _mode = os.environ.get("ROPESIM_PARALLEL", "auto").strip().lower() or "auto"
 if _mode not in MODES:
@@ -116,93 +125,136 @@ def info() -> dict:
 class Chooser:
     """Picks, call by call, the serial or the parallel version of one kernel.
 
-    Both versions must give identical results. In 'auto' mode the first call of each
-    version is not timed (it may compile); then each version is timed for ``probe``
-    calls (one after the other, or alternating call by call with ``interleave``, for
-    calls whose cost drifts), and from there on the one with the lower median (or mean,
-    ``statistic``) of its last ``probe`` call times runs, while the other one is re-timed
-    for ``probe`` calls after ``interval`` seconds (the interval doubles, up to
-    ``max_interval``, each time the re-timing confirms the choice, and starts over when it
-    flips it). Usage::
+    Both versions must give identical results. In 'auto' mode the two versions are timed
+    against each other in *probe windows*: the versions take turns (``interleave`` calls
+    each, so that a burst of load from another process falls on both), until each has
+    ``probe`` timed calls; the one with the lower median (or mean, ``statistic``) of them
+    runs from there on. The first call of each version is not timed (it may compile), nor,
+    with turns of two calls or more, the first call of a turn (threads waking up, caches
+    holding the other version's data: costs that a run of calls pays once).
+    ``interleave``: 1 (True) alternates call by call, for calls whose cost drifts;
+    0 (False) times each version in one block of ``probe + 1`` calls.
+
+    A window ends early when one call of a version takes more than HOPELESS x the other's
+    time in the window. The next window opens ``interval`` seconds later; the interval doubles, up to
+    ``max_interval``, each time a window confirms the choice by a clear margin
+    (CLEAR_MARGIN), and starts over after a close call. A pick the last window made
+    (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
+    window on a busy machine then costs a few calls, not seconds of the slower version.
+    Usage::
 
         parallel = chooser.parallel()
         start = time.perf_counter(); run(parallel); chooser.record(parallel, start)
     """
 
     def __init__(self, probe: int = 5, interval: float = 0.25, max_interval: float = 2.0,
-                 statistic: str = "median", interleave: bool = False):
+                 statistic: str = "median", interleave: int = 2, recheck: float = 0.03):
         if statistic not in ("median", "mean"):
             raise ValueError(f"statistic: allowed median, mean, got {statistic!r}")
+        if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
+            raise ValueError(f"probe: allowed an integer >= 1, got {probe!r}")
+        if not isinstance(interleave, int) or interleave < 0:
+            raise ValueError(f"interleave: allowed an integer >= 0 (False, True, calls per "
+                             f"turn), got {interleave!r}")
         self.probe = probe
-        self.interleave = interleave
-        self._turn = False
+        self.interleave = int(interleave)
+        #: calls of one version in a row inside a window
+        self.turn_length = self.interleave or probe + 1
         self._summary = _median if statistic == "median" else _mean
         self.base_interval = interval
         self.max_interval = max_interval
         self.interval = interval
+        self.recheck = recheck
         self.samples: tuple[list[float], list[float]] = ([], [])
         self.calls = [0, 0]
         self.best = 0
         self.switches = 0
-        self._probing = -1  # version being re-timed, or -1
-        self._probe_left = 0
+        self.windows = 0  # probe windows completed
+        self._window = True  # the first window opens at the first call
+        self._fresh = [0, 0]  # timed calls of each version in the open window
+        self._turn = 0  # the version whose turn it is in the open window
+        self._turn_left = self.turn_length
+        self._last = -1  # the version of the last call, -1: none yet
         self._next_probe = 0.0
 
     def parallel(self) -> bool:
         """Should the next call run the parallel version?"""
         if _mode != "auto":
             return _mode == "parallel"
-        if self.calls[0] <= self.probe or self.calls[1] <= self.probe:
-            if self.interleave:
-                return self.calls[1] < self.calls[0]
-            return self.calls[0] > self.probe
-        if self._probing < 0 and time.perf_counter() >= self._next_probe:
-            self._probing = 1 - self.best
-            self._probe_left = self.probe
-        if self._probing >= 0:
-            if self.interleave:  # alternate with the current choice while re-timing
-                self._turn = not self._turn
-                return bool(self._probing if self._turn else self.best)
-            return bool(self._probing)
-        return bool(self.best)
+        if not self._window:
+            if time.perf_counter() < self._next_probe:
+                return bool(self.best)
+            self._open_window()
+        return bool(self._turn)
+
+    def _open_window(self) -> None:
+        self._window = True
+        self._fresh = [0, 0]
+        self._turn = self.best  # first a fresh time of the current pick to compare with
+        self._turn_left = self.turn_length
+        self._last = self.best
 
     def record(self, parallel: bool, start: float, work: float = 1.0) -> None:
         """Log a call of the given version that began at ``start`` (time.perf_counter());
         ``work`` (> 0) normalises calls of varying size, e.g. solver iterations."""
-        now = time.perf_counter()
         if _mode != "auto":
             return
         which = int(parallel)
         self.calls[which] += 1
-        if self.calls[which] == 1:
-            return  # may include compilation
-        samples = self.samples[which]
-        samples.append((now - start) / work)
-        if len(samples) > self.probe:
-            del samples[0]
-        if self.calls[0] <= self.probe or self.calls[1] <= self.probe:
+        if not self._window:
             return
-        best = int(self._summary(self.samples[1]) < self._summary(self.samples[0]))
-        if self._next_probe == 0.0:  # both versions timed for the first time
-            self._next_probe = now + self.interval
-        if self._probing == which:
-            self._probe_left -= 1
-            if self._probe_left > 0:
+        now = time.perf_counter()
+        switched = which != self._last
+        self._last = which
+        if self.calls[which] > 1 and not (switched and self.interleave != 1):
+            samples = self.samples[which]
+            sample = (now - start) / work
+            samples.append(sample)
+            if len(samples) > self.probe:
+                del samples[0]
+            self._fresh[which] += 1
+            other = 1 - which
+            fresh = min(self._fresh[other], self.probe)
+            if fresh and sample > HOPELESS * self._summary(self.samples[other][-fresh:]):
+                self._close_window(now, winner=other)  # no need for more calls of it
                 return
-            self._probing = -1
-            if best == self.best:
-                self.interval = min(2.0 * self.interval, self.max_interval)
-            else:
-                self.interval = self.base_interval
-            self._next_probe = now + self.interval
+        self._turn_left -= 1
+        if self._turn_left <= 0:
+            self._turn = 1 - self._turn
+            self._turn_left = self.turn_length
+        if min(self._fresh) >= self.probe:
+            self._close_window(now)
+
+    def _close_window(self, now: float, winner: int = -1) -> None:
+        """Pick from the window's samples (or ``winner``, the other one having been
+        HOPELESS) and schedule the next window."""
+        if winner >= 0:
+            best, clear = winner, True
+        else:
+            serial, parallel = self._summary(self.samples[0]), self._summary(self.samples[1])
+            best = int(parallel < serial)
+            clear = max(serial, parallel) > CLEAR_MARGIN * min(serial, parallel)
+        confirmed = self.windows > 0 and best == self.best
+        self.windows += 1
+        self._window = False
         if best != self.best:
             self.switches += 1
             self.best = best
+        if not confirmed:
+            self.interval = self.base_interval
+            self._next_probe = now + self.recheck
+            return
+        if clear:
+            self.interval = min(2.0 * self.interval, self.max_interval)
+        else:
+            self.interval = self.base_interval
+        self._next_probe = now + self.interval
 
     def __repr__(self) -> str:
         med = [(self._summary(s) * 1e6 if s else float("nan")) for s in self.samples]
         return (f"Chooser(best={'parallel' if self.best else 'serial'}, "
-                f"serial {med[0]:.1f} us, parallel {med[1]:.1f} us, calls={self.calls})")
+                f"serial {med[0]:.1f} us, parallel {med[1]:.1f} us, calls={self.calls}, "
+                f"switches={self.switches})")
 
 
 _helper = None

@@ -136,9 +136,11 @@ class _GridImplicit:
         # that fall back gain more than the others lose (the two solves share the memory
         # system; docs/performance.md). The chooser compares mean times per iteration
         # (the mix of both kinds of step decides; they come in runs, so the two ways are
-        # timed alternately) with one-after-the-other; the results are the same.
-        self.chooser = (parallel.Chooser(probe=10, statistic="mean", interleave=True)
-                        if parallel.threads() > 1 else None)
+        # timed alternately) with one-after-the-other; the results are the same. A window
+        # of 20 steps alternating call by call is not swayed by a burst of load: no early
+        # re-check (recheck = the interval)
+        self.chooser = (parallel.Chooser(probe=10, statistic="mean", interleave=True,
+                                         recheck=0.25) if parallel.threads() > 1 else None)
         self.concurrent_steps = 0  # steps that ran both attempts at once
         self.pending = None  # a clamped attempt told to stop, maybe still running
 

@@ -29,6 +29,18 @@ from ..kernels.grid_implicit import COMPACT_ROWS, GRID_PAD, grid_apply, padded_e
 from .cg import CONVERGED, MAX_ITERATIONS, NEGATIVE_CURVATURE, STOPPED
 
 
+def _sorted_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (first[i], second[i]) pairs of two integer arrays, sorted (as
+    sorted(set(zip(first, second))), without a Python loop over the elements)."""
+    if first.size == 0:
+        return []
+    low = int(second.min())
+    span = int(second.max()) - low + 1
+    keys = np.unique((first.astype(np.int64) - int(first.min())) * span + (second - low))
+    base = int(first.min())
+    return [(int(k // span) + base, int(k % span) + low) for k in keys]
+
+
 class GridMultigrid:
     """The level structure of the multigrid cycle for a rows x cols grid with these spring
     offsets (built once per system; ``setup`` refreshes the operators every solve).
@@ -73,7 +85,7 @@ class GridMultigrid:
             ia, ib = agg[lo], agg[hi]
             lower, dR, dC = grid_offsets(ia, ib, cc)
             cross = valid & (ia != ib)
-            coarse_offs = sorted({(int(a), int(b)) for a, b in zip(dR[cross], dC[cross])})
+            coarse_offs = _sorted_pairs(dR[cross], dC[cross])
             cpb = padded_edges(rc, cc, coarse_offs)
             eco = np.full(lo.size, -1, np.int64)
             for o, (base, _, _) in zip(coarse_offs, cpb):

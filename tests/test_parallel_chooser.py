@@ -1,0 +1,151 @@
+"""parallel.Chooser's decisions, driven by injected call times (a fake clock): no timing.
+
+A call's cost is given as a function of (call number, parallel?) in seconds; the fake
+clock advances by it, so every test is deterministic.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ropesim.engine import parallel
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    monkeypatch.setattr(parallel, "_mode", "auto")
+    now = [0.0]
+    monkeypatch.setattr(parallel.time, "perf_counter", lambda: now[0])
+    return now
+
+
+def drive(chooser, clock, cost, calls: int) -> list[bool]:
+    """Run ``calls`` calls; cost(call, use_parallel, previous) -> seconds. Returns the picks."""
+    picks: list[bool] = []
+    previous = None
+    for call in range(calls):
+        use = chooser.parallel()
+        start = clock[0]
+        clock[0] += cost(call, use, previous)
+        chooser.record(use, start)
+        picks.append(use)
+        previous = use
+    return picks
+
+
+def test_a_burst_of_load_in_the_first_window_costs_only_a_few_calls(clock):
+    # parallel 0.6 ms, serial 1 ms; calls 6-11 (the parallel block of a window that timed
+    # each version in one block) run 6x slower, as when another process takes a core.
+    # Timed in one block, serial would run until the next window (260 serial calls)
+    def cost(call, use, previous):
+        base = 0.6e-3 if use else 1.0e-3
+        return base * (6.0 if 6 <= call < 12 else 1.0)
+
+    chooser = parallel.Chooser()
+    picks = drive(chooser, clock, cost, 1000)
+    assert chooser.best == 1
+    assert sum(not p for p in picks) < 40  # serial: the windows' turns only
+
+
+def test_a_wrong_first_pick_is_checked_again_soon(clock):
+    # the first window sees parallel slower (the machine was busy), then parallel is
+    # twice as fast: the pick is re-checked after ``recheck`` seconds, not after the
+    # interval (0.25 s: 250 serial calls here)
+    chooser = parallel.Chooser()
+
+    def cost(call, use, previous):
+        if clock[0] < 0.05:
+            return 3.0e-3 if use else 1.0e-3
+        return 0.5e-3 if use else 1.0e-3
+
+    picks = drive(chooser, clock, cost, 400)
+    first_window = picks[:20]
+    assert first_window.count(True) == 10  # turns of two, five timed calls each
+    assert not any(picks[20:30])  # it picked serial
+    assert chooser.best == 1 and chooser.switches == 1  # then parallel
+    # serial calls after the first window: a quarter of the interval's worth at most
+    # (the check, a window and a confirming one), not the whole interval (250 calls)
+    serial_after = sum(not p for p in picks[20:])
+    assert serial_after < 0.25 * chooser.base_interval / 1.0e-3
+    # recheck = the interval: the wrong pick runs for the whole interval
+    clock[0] = 0.0
+    late = parallel.Chooser(recheck=0.25)
+    picks = drive(late, clock, cost, 400)
+    assert sum(not p for p in picks[20:]) > 0.9 * late.base_interval / 1.0e-3
+
+
+def test_turns_of_two_leave_the_wake_up_call_out(clock):
+    # parallel 0.7 ms, serial 1 ms, but the first parallel call after a serial one pays
+    # 0.6 ms to wake its threads (steady running never does): alternating call by call
+    # would time only wake-up calls and pick serial
+    def cost(call, use, previous):
+        if not use:
+            return 1.0e-3
+        return 0.7e-3 + (0.6e-3 if previous is False else 0.0)
+
+    picks = {}
+    for interleave in (1, 2):
+        chooser = parallel.Chooser(interleave=interleave)
+        drive(chooser, clock, cost, 25)
+        picks[interleave] = chooser.best
+    assert picks == {1: 0, 2: 1}
+
+
+def test_close_calls_keep_the_short_interval_clear_wins_double_it(clock):
+    close = parallel.Chooser()
+    drive(close, clock, lambda call, use, prev: 0.95e-3 if use else 1.0e-3, 20_000)
+    assert close.windows > 20
+    assert close.interval == close.base_interval
+    clock[0] = 0.0
+    clear = parallel.Chooser()
+    drive(clear, clock, lambda call, use, prev: 0.4e-3 if use else 1.0e-3, 20_000)
+    assert clear.interval == clear.max_interval
+    assert clear.windows < close.windows
+
+
+def test_serial_faster_costs_little(clock):
+    # a small system: the parallel version is 1.6x slower; over 20 s of calls the
+    # re-timing of parallel adds under 1 % to the time of serial calls only
+    serial, slower = 40e-6, 64e-6
+    chooser = parallel.Chooser()
+    picks = drive(chooser, clock, lambda call, use, prev: slower if use else serial, 500_000)
+    parallel_calls = sum(picks)
+    assert chooser.best == 0
+    overhead = parallel_calls * (slower - serial) / (len(picks) * serial)
+    assert overhead < 0.01
+    assert clock[0] > 20.0
+
+
+def test_a_window_compares_calls_of_the_same_window(clock):
+    # serial timed long ago must not decide: the machine slows down 3x for both
+    # versions after the first window; parallel stays the faster one
+    chooser = parallel.Chooser()
+
+    def cost(call, use, previous):
+        slow = 3.0 if call >= 20 else 1.0
+        return slow * (0.8e-3 if use else 1.0e-3)
+
+    picks = drive(chooser, clock, cost, 3000)
+    assert chooser.best == 1 and chooser.switches == 1
+    assert sum(picks[20:]) > 0.95 * len(picks[20:])
+
+
+@pytest.mark.parametrize("field, kwargs", [
+    ("probe", {"probe": 0}), ("probe", {"probe": 2.5}), ("interleave", {"interleave": -1}),
+    ("interleave", {"interleave": "yes"}), ("statistic", {"statistic": "max"}),
+])
+def test_bad_settings_name_the_field(field, kwargs):
+    with pytest.raises(ValueError, match=field):
+        parallel.Chooser(**kwargs)
+
+
+def test_a_hopeless_version_is_dropped_after_one_timed_call(clock):
+    # a busy machine: a parallel call waits for a core, 20x the serial call. Each window
+    # runs it twice (the untimed first call of its turn and one timed call), not a whole
+    # window's worth
+    chooser = parallel.Chooser()
+    picks = drive(chooser, clock, lambda call, use, prev: 20e-3 if use else 1e-3, 5000)
+    assert chooser.best == 0 and chooser.windows >= 4
+    assert sum(picks) <= 2 * chooser.windows
+    parallel_time = sum(picks) * 20e-3
+    assert parallel_time < 0.1 * clock[0]
