@@ -432,8 +432,10 @@ HOW = """- **Structured-grid kernel** (ropesim/engine/kernels/sweeps.py `_grid_b
   after a divergence gives the same state.
 - **Threading that survives a busy machine** (parallel.py). numba uses its OpenMP layer
   with a bounded spin (`GOMP_SPINCOUNT`) instead of spinning without limit, and a `Chooser`
-  times the serial and the parallel kernel on the running machine, runs the faster and
-  re-times the other every 0.25-2 s (the section above shows what that buys under load).
+  times the serial and the parallel kernel on the running machine in alternating turns
+  (so that load falls on both), runs the faster, re-checks a new pick after 30 ms, then
+  every 0.25-2 s (doubling only on a clear margin), and drops a version whose call takes
+  over 4x the other's (the section above shows what that buys under load).
 - **Other systems.** Springs without grid structure use an edge-coloured scatter (colours
   of springs that share no particle, applied colour by colour, a colour in parallel) from
   20,000 springs up, and the fused plain scatter below that.
