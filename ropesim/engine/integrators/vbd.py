@@ -43,8 +43,9 @@ from numba import njit, prange
 
 from ..kernels.grid import grid_layout
 from ..kernels.grid_vbd import (add_spring, chebyshev_accelerate, grid_colour_pattern,
-                                grid_vertex_colouring, inertia_block, newton_move, summed,
-                                vbd_grid_sweeps, vbd_grid_sweeps_parallel)
+                                grid_scratch, grid_vertex_colouring, inertia_block,
+                                newton_move, summed, vbd_grid_sweeps,
+                                vbd_grid_sweeps_parallel)
 from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
@@ -237,6 +238,11 @@ class VBD(Integrator):
             model.spring_a, model.spring_b, n, model.grid_shape)
         self._pattern = None if layout is None else grid_colour_pattern(layout)
         self._grid = grid if self._pattern is not None else None
+        if self._grid is not None:  # the grid sweeps' layout and work arrays
+            p = model.params
+            self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
+                                              self._pattern[1], model.dtype,
+                                              p.rest_lengths.dtype, p.stiffness.dtype)
         if self._pattern is not None:
             self._order, self._colour_starts = grid_vertex_colouring(layout, self._pattern)
         else:
@@ -280,15 +286,16 @@ class VBD(Integrator):
         scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
                           p.fixed, model.gravity(), external, has_external, dt, self._mode,
                           have_history)
-        common = (state.x, self._x_t, self._y, self._x_1, self._x_2, p.inv_mass, p.fixed)
         if self._grid is not None:
             force_sq = self._passes.run(
-                vbd_grid_sweeps, vbd_grid_sweeps_parallel, *common, p.rest_lengths,
-                p.stiffness, p.damping, dt, self._grid.cols, self._grid.blocks,
-                *self._pattern, self._iterations, self._rho, self._force_sq)
+                vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
+                p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping, dt,
+                self._grid.cols, self._grid.blocks, *self._pattern, self._iterations,
+                self._rho, self._force_sq, *self._grid_scratch)
         else:
             force_sq = self._passes.run(
-                vbd_sweeps, vbd_sweeps_parallel, *common, *self._adjacency, p.rest_lengths,
+                vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
+                self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
                 p.stiffness, p.damping, dt, self._order, self._colour_starts,
                 self._iterations, self._rho, self._force_sq)
         stats = self.stats
