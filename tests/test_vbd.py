@@ -168,26 +168,44 @@ def test_grid_colouring_separates_the_ends_of_every_spring():
     assert sorted(order) == list(range(cloth.n_particles))
 
 
-def test_grid_interior_particles_have_every_spring_of_every_block():
-    """grid_interior's box (where the grid sweeps take two particles at a time without
-    checking that a spring exists) holds exactly the particles that have both springs
-    of every block: 12 on the cloth (structural, shear and bend, each way)."""
+def test_sweep_layout_finds_the_other_end_of_every_spring():
+    """The grid sweeps' layout (columns of a row ordered by residue mod p) and its
+    neighbour table: for every spring of the cloth, the entry that residue_offsets and
+    neighbour_table give for its other end, seen from either end, is where that particle
+    is in the layout, on a grid whose width is no multiple of p."""
     from ropesim.engine.kernels.grid import grid_layout
-    from ropesim.engine.kernels.grid_vbd import grid_interior
+    from ropesim.engine.kernels.grid_vbd import (grid_colour_pattern, neighbour_table,
+                                                 residue_offsets)
 
     cloth = rs.cloth(13, 11, 0.05)
     layout = grid_layout(cloth.springs[:, 0], cloth.springs[:, 1], cloth.n_particles)
-    r_lo, r_hi, c_lo, c_hi = grid_interior(layout.rows, layout.cols, layout.blocks)
-    degree = np.bincount(cloth.springs.ravel(), minlength=cloth.n_particles)
-    full = (degree == 2 * layout.blocks.shape[0]).reshape(layout.rows, layout.cols)
-    box = np.zeros_like(full)
-    box[r_lo:r_hi, c_lo:c_hi] = True
-    assert layout.blocks.shape[0] == 6 and np.array_equal(full, box) and box.sum() > 20
+    _, p = grid_colour_pattern(layout)
+    cols = layout.cols
+    off, near = residue_offsets(cols, p), neighbour_table(layout.blocks, p)
+    assert cols % p and off[-1] == cols
+
+    def entry(r, c):
+        return r * cols + off[c % p] + c // p
+
+    checked = 0
+    for b, (dr, dc, first, c0, c1) in enumerate(layout.blocks):
+        for s in range(first, first + (layout.rows - dr) * (c1 - c0)):
+            i, j = sorted(cloth.springs[s], key=lambda n: divmod(n, cols))
+            (ri, ci), (rj, cj) = divmod(i, cols), divmod(j, cols)
+            assert (rj - ri, cj - ci) == (dr, dc)
+            m_to, shift_to = near[b, ci % p, 1]
+            assert rj * cols + off[m_to] + ci // p + shift_to == entry(rj, cj)
+            m_from, shift_from = near[b, cj % p, 0]
+            assert ri * cols + off[m_from] + cj // p + shift_from == entry(ri, ci)
+            checked += 1
+    assert checked == cloth.n_springs
+    entries = sorted(entry(r, c) for r in range(layout.rows) for c in range(cols))
+    assert entries == list(range(cloth.n_particles))  # a permutation
 
 
 def test_grid_kernel_equals_the_spring_list_kernel_with_interior_pins():
-    """Pinned particles inside the grid (where the grid sweeps pair particles up) keep
-    their place, and the grid and spring-list sweeps still give the same bits."""
+    """Pinned particles inside the grid (where the grid sweeps step runs of particles
+    together and keep the pinned ones by a select) keep their place, and the grid and spring-list sweeps still give the same bits."""
     cloth = rs.cloth(13, 11, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
                      pins=[0, 12, 5 * 13 + 4, 6 * 13 + 6, 7 * 13 + 9])
     runs = []

@@ -11,6 +11,18 @@ The spring-list path uses the same colours on a grid (``grid_vertex_colouring``)
 visits a particle's springs in the same order (by spring index), with the same
 arithmetic (``inertia_block``, ``add_spring``, ``newton_move``), so the two give the
 same bits.
+
+The grid sweeps work on a structure-of-arrays copy of the step (``grid_soa_load``) in
+the sweep layout: each grid row with its columns ordered by residue mod p (columns
+m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the row; ``residue_offsets``).
+A colour's particles of one row are one residue class, so contiguous, and so are the
+other ends of their springs of one block (the row r +- dr, residue (m +- dc) mod p,
+shifted by a constant: ``neighbour_table``); each spring's rest length, k and c/h
+are stored per block at the layout entry of its first end. ``descend_run`` builds the
+blocks of up to RUN such particles together, one loop over the particles per spring
+family and direction (over the columns where that spring exists), which LLVM turns
+into 4-wide vector code (AVX2, float64); the arithmetic and its order per particle
+are the spring-list path's, so the bits too.
 """
 
 from __future__ import annotations
@@ -27,6 +39,9 @@ MAX_GRID_COLOURS = 16
 #: particles of one grid row and colour whose blocks one vectorised loop builds
 #: (descend_run: a 9 x RUN block of accumulators, in L1)
 RUN = 32
+#: j RUN as unsigned offsets (acc[j RUN + t] with an unsigned t: no wraparound test)
+(STRIDE_1, STRIDE_2, STRIDE_3, STRIDE_4, STRIDE_5, STRIDE_6, STRIDE_7,
+ STRIDE_8) = (np.uint64(j * RUN) for j in range(1, 9))
 #: the rows of the sweep layout's soa array: positions, step-start positions, inertia
 #: targets, and Chebyshev's iterates one and two sweeps back (3 rows each)
 SOA_X, SOA_T, SOA_Y, SOA_X1, SOA_X2 = 0, 3, 6, 9, 12
@@ -145,20 +160,6 @@ def newton_move(x, i, block):
     return force_sq
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_interior(rows, cols, blocks):
-    """(r_lo, r_hi, c_lo, c_hi): the particles (r, c), r in [r_lo, r_hi), c in [c_lo,
-    c_hi), that have both springs of every block (descend_grid_pair's particles)."""
-    r_lo, r_hi, c_lo, c_hi = 0, rows, 0, cols
-    for b in range(blocks.shape[0]):
-        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
-        r_lo = max(r_lo, dr)
-        r_hi = min(r_hi, rows - dr)
-        c_lo = max(c_lo, max(c0, c0 + dc))
-        c_hi = min(c_hi, min(c1, c1 + dc))
-    return r_lo, r_hi, c_lo, c_hi
-
-
 def residue_offsets(cols: int, p: int) -> np.ndarray:
     """off (p + 1 int64): in a grid row of the sweep layout, the columns c with c mod p = m
     are entries off[m] .. off[m + 1] (module docstring)."""
@@ -239,40 +240,49 @@ def grid_soa_store(x, force_sq, cols, p, off, soa, fsq):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, count):
-    """acc[j RUN + t] += spring_terms_of(...)[j], t < count: the springs of block b
+def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, lo, hi):
+    """acc[j RUN + t] += spring_terms_of(...)[j], lo <= t < hi: the springs of block b
     between the layout entries first + t (the particles moved) and other + t, spring
-    + t the entry their parameters are at. Unsigned indices (no wraparound test) and
-    contiguous entries: LLVM vectorises the loop."""
-    e0, o0, s0 = np.uint64(first), np.uint64(other), np.uint64(spring)
-    for t in range(count):
-        u = np.uint64(t)
-        e, o, s = e0 + u, o0 + u, s0 + u
+    + t the entry their parameters are at. Unsigned indices (no wraparound test; the
+    sums wrap back into range) and contiguous entries: LLVM vectorises the loop."""
+    e0, o0, s0 = np.uint64(first + lo), np.uint64(other + lo), np.uint64(spring + lo)
+    a0 = np.uint64(lo)
+    for u in range(np.uint64(max(hi - lo, 0))):
+        e, o, s, t = e0 + u, o0 + u, s0 + u, a0 + u
         f = spring_terms_of(soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e],
                             soa[SOA_T, e], soa[SOA_T + 1, e], soa[SOA_T + 2, e],
                             soa[SOA_X, o], soa[SOA_X + 1, o], soa[SOA_X + 2, o],
                             soa[SOA_T, o], soa[SOA_T + 1, o], soa[SOA_T + 2, o],
                             rest_b[b, s], k_b[b, s], ch_b[b, s])
         acc[t] += f[0]
-        acc[RUN + t] += f[1]
-        acc[2 * RUN + t] += f[2]
-        acc[3 * RUN + t] += f[3]
-        acc[4 * RUN + t] += f[4]
-        acc[5 * RUN + t] += f[5]
-        acc[6 * RUN + t] += f[6]
-        acc[7 * RUN + t] += f[7]
-        acc[8 * RUN + t] += f[8]
+        acc[STRIDE_1 + t] += f[1]
+        acc[STRIDE_2 + t] += f[2]
+        acc[STRIDE_3 + t] += f[3]
+        acc[STRIDE_4 + t] += f[4]
+        acc[STRIDE_5 + t] += f[5]
+        acc[STRIDE_6 + t] += f[6]
+        acc[STRIDE_7 + t] += f[7]
+        acc[STRIDE_8 + t] += f[8]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def column_span(c_lo, c_hi, m, p, t0, count):
+    """(lo, hi): the t in [0, count) with c_lo <= m + p (t0 + t) < c_hi."""
+    lo = -((m - c_lo) // p) - t0  # ceil((c_lo - m) / p) - t0
+    hi = -((m - c_hi) // p) - t0
+    lo = min(max(lo, 0), count)
+    return lo, min(max(hi, lo), count)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, cols, row,
-                m, t0, count):
-    """One Newton step each for ``count`` (<= RUN) interior particles of grid row ``row``,
-    columns m + p t for t0 <= t < t0 + count (one colour, contiguous in the layout):
-    their blocks built together in acc (9 x RUN: the inertia term, then block by block
-    the spring ending at them and the one starting at them, the order of
-    descend_border_particle and the spring-list path: the same bits), then the moves;
-    fixed particles keep their place (a select, not a branch)."""
+def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows, cols,
+                p, row, m, t0, count):
+    """One Newton step each for the ``count`` (<= RUN) particles of grid row ``row`` in
+    columns m + p t, t0 <= t < t0 + count (one colour, contiguous in the layout): their
+    blocks built together in acc (9 x RUN: the inertia term, then block by block the
+    spring ending at them and the one starting at them, each over the columns where it
+    exists: spring-index order, as in the spring-list path: the same bits), then the
+    moves; fixed particles keep their place (a select, not a branch)."""
     first = row * cols + off[m] + t0
     e0 = np.uint64(first)
     for t in range(count):
@@ -283,13 +293,15 @@ def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, 
         acc[3 * RUN + t], acc[4 * RUN + t], acc[5 * RUN + t] = block[3], block[4], block[5]
         acc[6 * RUN + t], acc[7 * RUN + t], acc[8 * RUN + t] = block[6], block[7], block[8]
     for b in range(blocks.shape[0]):
-        dr = blocks[b, 0]
-        # the spring from (row - dr, c - dc): its first end there
-        start = (row - dr) * cols + off[near[b, m, 0, 0]] + t0 + near[b, m, 0, 1]
-        add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, start, start, count)
-        # the spring from (row, c) to (row + dr, c + dc)
-        end = (row + dr) * cols + off[near[b, m, 1, 0]] + t0 + near[b, m, 1, 1]
-        add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, end, first, count)
+        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
+        if row >= dr:  # the springs from (row - dr, c - dc), c - dc in [c0, c1)
+            lo, hi = column_span(c0 + dc, c1 + dc, m, p, t0, count)
+            start = (row - dr) * cols + off[near[b, m, 0, 0]] + t0 + near[b, m, 0, 1]
+            add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, start, start, lo, hi)
+        if row < rows - dr:  # the springs from (row, c) to (row + dr, c + dc), c in [c0, c1)
+            lo, hi = column_span(c0, c1, m, p, t0, count)
+            end = (row + dr) * cols + off[near[b, m, 1, 0]] + t0 + near[b, m, 1, 1]
+            add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, end, first, lo, hi)
     for t in range(count):
         e = e0 + np.uint64(t)
         dx, dy, dz, force_sq = newton_delta((acc[t], acc[RUN + t], acc[2 * RUN + t],
@@ -305,69 +317,20 @@ def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, 
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def descend_border_particle(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, blocks, off, near, rows,
-                            cols, p, row, m, t):
-    """One Newton step for grid particle (row, m + p t) outside grid_interior, each
-    spring checked for existence (in spring-index order: in each block the spring
-    ending at it, then the one starting at it)."""
-    e = row * cols + off[m] + t
-    if fix[e]:
-        fsq[e] = 0.0
-        return
-    col = m + p * t
-    block = inertia_of(m_h2[e], soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e],
-                       soa[SOA_Y, e], soa[SOA_Y + 1, e], soa[SOA_Y + 2, e])
-    for b in range(blocks.shape[0]):
-        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
-        for end in range(2):  # 0: the spring from (row - dr, col - dc); 1: the one from here
-            r0 = row - dr if end == 0 else row
-            c_0 = col - dc if end == 0 else col
-            if 0 <= r0 < rows - dr and c0 <= c_0 < c1:
-                o = ((row - dr if end == 0 else row + dr) * cols + off[near[b, m, end, 0]] + t
-                     + near[b, m, end, 1])
-                s = o if end == 0 else e
-                block = plus_terms(block, spring_terms_of(
-                    soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e], soa[SOA_T, e],
-                    soa[SOA_T + 1, e], soa[SOA_T + 2, e], soa[SOA_X, o], soa[SOA_X + 1, o],
-                    soa[SOA_X + 2, o], soa[SOA_T, o], soa[SOA_T + 1, o], soa[SOA_T + 2, o],
-                    rest_b[b, s], k_b[b, s], ch_b[b, s]))
-    dx, dy, dz, force_sq = newton_delta(block)
-    soa[SOA_X, e] += dx
-    soa[SOA_X + 1, e] += dy
-    soa[SOA_X + 2, e] += dz
-    fsq[e] = force_sq
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
 def descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows,
-                     cols, a, p, q, r, interior):
-    """The Newton steps of the particles of colour q in grid row r: inside ``interior``
-    (grid_interior's bounds) in runs of up to RUN by descend_run, the rest one by one
-    (a call of its own: a prange index may arrive unsigned, and uint64 * int64 is a
-    float in numba, so the row is made an int64 first)."""
+                     cols, a, p, q, r):
+    """The Newton steps of the particles of colour q in grid row r, in runs of up to RUN
+    (descend_run; a call of its own: a prange index may arrive unsigned, and uint64 *
+    int64 is a float in numba, so the row is made an int64 first)."""
     row = np.int64(r)
-    r_lo, r_hi, c_lo, c_hi = interior
     scratch = acc[row]
     for m in range(p):
         if (row + a * m) % p != q:
             continue
         count = off[m + 1] - off[m]
-        t_lo, t_hi = count, count  # columns m + p t, t in [t_lo, t_hi): interior
-        if r_lo <= row < r_hi:
-            t_lo = min(count, max(0, -((m - c_lo) // p)))
-            t_hi = max(t_lo, min(count, -((m - c_hi) // p)))
-        for t in range(t_lo):
-            descend_border_particle(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, blocks, off,
-                                    near, rows, cols, p, row, m, t)
-        for t in range(t_hi, count):
-            descend_border_particle(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, blocks, off,
-                                    near, rows, cols, p, row, m, t)
-        t = t_lo
-        while t < t_hi:
-            size = min(RUN, t_hi - t)
+        for t0 in range(0, count, RUN):
             descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, scratch, blocks, off, near,
-                        cols, row, m, t, size)
-            t += size
+                        rows, cols, p, row, m, t0, min(RUN, count - t0))
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -433,12 +396,11 @@ def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, 
     omega = 1.0
     if rho > 0.0:
         copy_rows(soa, SOA_X, SOA_X1)
-    interior = grid_interior(rows, cols, blocks)
     for it in range(iterations):
         for q in range(p):
             for r in prange(rows):
                 descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off,
-                                 near, rows, cols, a, p, q, r, interior)
+                                 near, rows, cols, a, p, q, r)
         omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
                                      soa[SOA_X2:SOA_X2 + 3].T, fix, it, rho, omega)
     grid_soa_store(x, force_sq, cols, p, off, soa, fsq)
