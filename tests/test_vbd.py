@@ -172,7 +172,8 @@ def test_sweep_layout_finds_the_other_end_of_every_spring():
     """The grid sweeps' layout (columns of a row ordered by residue mod p) and its
     neighbour table: for every spring of the cloth, the entry that residue_offsets and
     neighbour_table give for its other end, seen from either end, is where that particle
-    is in the layout, on a grid whose width is no multiple of p."""
+    is in the layout, and the table's column ranges are exactly where each spring
+    exists, on a grid whose width is no multiple of p."""
     from ropesim.engine.kernels.grid import grid_layout
     from ropesim.engine.kernels.grid_vbd import (grid_colour_pattern, neighbour_table,
                                                  residue_offsets)
@@ -193,12 +194,20 @@ def test_sweep_layout_finds_the_other_end_of_every_spring():
             i, j = sorted(cloth.springs[s], key=lambda n: divmod(n, cols))
             (ri, ci), (rj, cj) = divmod(i, cols), divmod(j, cols)
             assert (rj - ri, cj - ci) == (dr, dc)
-            m_to, shift_to = near[b, ci % p, 1]
+            m_to, shift_to, lo, hi = near[b, ci % p, 1]
             assert rj * cols + off[m_to] + ci // p + shift_to == entry(rj, cj)
-            m_from, shift_from = near[b, cj % p, 0]
+            assert lo <= ci // p < hi  # the spring exists from its first end
+            m_from, shift_from, lo, hi = near[b, cj % p, 0]
             assert ri * cols + off[m_from] + cj // p + shift_from == entry(ri, ci)
+            assert lo <= cj // p < hi
             checked += 1
     assert checked == cloth.n_springs
+    for b, (dr, dc, first, c0, c1) in enumerate(layout.blocks):  # and nowhere else
+        for m in range(p):
+            for end, (lo_c, hi_c) in enumerate(((c0 + dc, c1 + dc), (c0, c1))):
+                lo, hi = near[b, m, end, 2:]
+                ts = [t for t in range(-2, cols) if lo_c <= m + p * t < hi_c]
+                assert [t for t in ts if t >= 0] == list(range(lo, hi))
     entries = sorted(entry(r, c) for r in range(layout.rows) for c in range(cols))
     assert entries == list(range(cloth.n_particles))  # a permutation
 

@@ -182,15 +182,18 @@ def grid_scratch(rows: int, cols: int, blocks: np.ndarray, p: int, dtype, rest_d
 
 
 def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
-    """near (nb, p, 2, 2) int64: for block b and a particle in column residue m (column
-    m + p t), the other end of its spring from (r - dr, c - dc) (end 0) and of its spring
-    to (r + dr, c + dc) (end 1): near[b, m, end] = (that column's residue m', the shift of
-    t), so the other end is entry off[m'] + t + shift of its row in the layout."""
-    near = np.zeros((len(blocks), p, 2, 2), np.int64)
-    for b, dc in enumerate(blocks[:, 1]):
+    """near (nb, p, 2, 4) int64: for block b and the particles of a row in column residue
+    m (columns m + p t), their springs from (r - dr, c - dc) (end 0) and to (r + dr,
+    c + dc) (end 1): near[b, m, end] = (the other end's residue m', the shift of t, and
+    the range [t_lo, t_hi) of the t whose spring exists), so the other end is entry
+    off[m'] + t + shift of its row in the layout."""
+    near = np.zeros((len(blocks), p, 2, 4), np.int64)
+    for b, (dc, c0, c1) in enumerate(blocks[:, [1, 3, 4]].tolist()):
         for m in range(p):
-            for end, column in enumerate((m - int(dc), m + int(dc))):
-                near[b, m, end] = column % p, column // p
+            for end, (column, lo, hi) in enumerate(((m - dc, c0 + dc, c1 + dc),
+                                                    (m + dc, c0, c1))):
+                near[b, m, end] = (column % p, column // p, max(0, -((m - lo) // p)),
+                                   max(0, -((m - hi) // p)))
     return near
 
 
@@ -266,17 +269,15 @@ def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, lo, hi)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def column_span(c_lo, c_hi, m, p, t0, count):
-    """(lo, hi): the t in [0, count) with c_lo <= m + p (t0 + t) < c_hi."""
-    lo = -((m - c_lo) // p) - t0  # ceil((c_lo - m) / p) - t0
-    hi = -((m - c_hi) // p) - t0
-    lo = min(max(lo, 0), count)
-    return lo, min(max(hi, lo), count)
+def t_span(near, b, m, end, t0, count):
+    """(lo, hi): the t in [0, count) of a run from t0 whose spring (b, end) exists."""
+    lo = min(max(near[b, m, end, 2] - t0, 0), count)
+    return lo, min(max(near[b, m, end, 3] - t0, lo), count)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows, cols,
-                p, row, m, t0, count):
+                row, m, t0, count):
     """One Newton step each for the ``count`` (<= RUN) particles of grid row ``row`` in
     columns m + p t, t0 <= t < t0 + count (one colour, contiguous in the layout): their
     blocks built together in acc (9 x RUN: the inertia term, then block by block the
@@ -293,13 +294,13 @@ def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, 
         acc[3 * RUN + t], acc[4 * RUN + t], acc[5 * RUN + t] = block[3], block[4], block[5]
         acc[6 * RUN + t], acc[7 * RUN + t], acc[8 * RUN + t] = block[6], block[7], block[8]
     for b in range(blocks.shape[0]):
-        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
-        if row >= dr:  # the springs from (row - dr, c - dc), c - dc in [c0, c1)
-            lo, hi = column_span(c0 + dc, c1 + dc, m, p, t0, count)
+        dr = blocks[b, 0]
+        if row >= dr:  # the springs from (row - dr, c - dc)
+            lo, hi = t_span(near, b, m, 0, t0, count)
             start = (row - dr) * cols + off[near[b, m, 0, 0]] + t0 + near[b, m, 0, 1]
             add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, start, start, lo, hi)
-        if row < rows - dr:  # the springs from (row, c) to (row + dr, c + dc), c in [c0, c1)
-            lo, hi = column_span(c0, c1, m, p, t0, count)
+        if row < rows - dr:  # the springs from (row, c) to (row + dr, c + dc)
+            lo, hi = t_span(near, b, m, 1, t0, count)
             end = (row + dr) * cols + off[near[b, m, 1, 0]] + t0 + near[b, m, 1, 1]
             add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, end, first, lo, hi)
     for t in range(count):
@@ -330,7 +331,7 @@ def descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, n
         count = off[m + 1] - off[m]
         for t0 in range(0, count, RUN):
             descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, scratch, blocks, off, near,
-                        rows, cols, p, row, m, t0, min(RUN, count - t0))
+                        rows, cols, row, m, t0, min(RUN, count - t0))
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
