@@ -168,6 +168,23 @@ def test_grid_colouring_separates_the_ends_of_every_spring():
     assert sorted(order) == list(range(cloth.n_particles))
 
 
+def test_grid_interior_particles_have_every_spring_of_every_block():
+    """grid_interior's box (where the grid sweeps take two particles at a time without
+    checking that a spring exists) holds exactly the particles that have both springs
+    of every block: 12 on the cloth (structural, shear and bend, each way)."""
+    from ropesim.engine.kernels.grid import grid_layout
+    from ropesim.engine.kernels.grid_vbd import grid_interior
+
+    cloth = rs.cloth(13, 11, 0.05)
+    layout = grid_layout(cloth.springs[:, 0], cloth.springs[:, 1], cloth.n_particles)
+    r_lo, r_hi, c_lo, c_hi = grid_interior(layout.rows, layout.cols, layout.blocks)
+    degree = np.bincount(cloth.springs.ravel(), minlength=cloth.n_particles)
+    full = (degree == 2 * layout.blocks.shape[0]).reshape(layout.rows, layout.cols)
+    box = np.zeros_like(full)
+    box[r_lo:r_hi, c_lo:c_hi] = True
+    assert layout.blocks.shape[0] == 6 and np.array_equal(full, box) and box.sum() > 20
+
+
 def test_sweep_layout_finds_the_other_end_of_every_spring():
     """The grid sweeps' layout (columns of a row ordered by residue mod p) and its
     neighbour table: for every spring of the cloth, the entry that residue_offsets and
@@ -212,9 +229,32 @@ def test_sweep_layout_finds_the_other_end_of_every_spring():
     assert entries == list(range(cloth.n_particles))  # a permutation
 
 
+def test_vectorised_grid_sweeps_equal_the_spring_list_kernel_bit_for_bit():
+    """A grid at least VECTOR_MIN_COLS wide runs the vectorised sweeps (kernels/grid_vbd.py,
+    narrower ones the scalar pair sweeps): with dampers, wind, interior and corner pins
+    and Chebyshev, the same bits as the spring-list sweeps, and the pins kept."""
+    from ropesim.engine.kernels.grid_vbd_pairs import VECTOR_MIN_COLS
+
+    cols = VECTOR_MIN_COLS + 3  # no multiple of the 5 colours
+    pins = [0, cols - 1, 2 * cols + 7, 3 * cols + cols // 2]
+    cloth = rs.cloth(cols, 6, 0.05, mass=0.01, stiffness=800.0, damping=0.05, pins=pins)
+    runs = []
+    for grid_kernels in (True, False):
+        sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
+        assert sim.integrator_object._grid_runs == grid_kernels
+        sim.integrator_object.chebyshev_rho = 0.5
+        sim.add_force(rs.Wind((3.0, 0.0, 1.0)))
+        sim.step(8)
+        runs.append((sim.positions.copy(), sim.solver_stats.residual))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    np.testing.assert_array_equal(runs[0][0][pins], cloth.positions3()[pins])
+    assert np.abs(runs[0][0] - cloth.positions3()).max() > 0.01  # the rest moved
+
+
 def test_grid_kernel_equals_the_spring_list_kernel_with_interior_pins():
-    """Pinned particles inside the grid (where the grid sweeps step runs of particles
-    together and keep the pinned ones by a select) keep their place, and the grid and spring-list sweeps still give the same bits."""
+    """Pinned particles inside the grid (where the grid sweeps pair particles up) keep
+    their place, and the grid and spring-list sweeps still give the same bits."""
     cloth = rs.cloth(13, 11, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
                      pins=[0, 12, 5 * 13 + 4, 6 * 13 + 6, 7 * 13 + 9])
     runs = []

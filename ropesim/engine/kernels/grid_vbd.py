@@ -160,6 +160,20 @@ def newton_move(x, i, block):
     return force_sq
 
 
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def grid_interior(rows, cols, blocks):
+    """(r_lo, r_hi, c_lo, c_hi): the particles (r, c), r in [r_lo, r_hi), c in [c_lo,
+    c_hi), that have both springs of every block (descend_grid_pair's particles)."""
+    r_lo, r_hi, c_lo, c_hi = 0, rows, 0, cols
+    for b in range(blocks.shape[0]):
+        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
+        r_lo = max(r_lo, dr)
+        r_hi = min(r_hi, rows - dr)
+        c_lo = max(c_lo, max(c0, c0 + dc))
+        c_hi = min(c_hi, min(c1, c1 + dc))
+    return r_lo, r_hi, c_lo, c_hi
+
+
 def residue_offsets(cols: int, p: int) -> np.ndarray:
     """off (p + 1 int64): in a grid row of the sweep layout, the columns c with c mod p = m
     are entries off[m] .. off[m + 1] (module docstring)."""
