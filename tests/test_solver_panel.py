@@ -10,8 +10,10 @@ from imgui_bundle import imgui, implot
 import ropesim as rs
 from ropesim.app.controller import ViewerController
 from ropesim.app.panel import Panel
-from ropesim.app.solver_panel import (draw_solver_section, set_solver_setting,
-                                      solver_section_shown, solver_stats_line)
+from ropesim.app.solver_panel import (SLIDER_NUMBERS, draw_solver_section,
+                                      set_solver_setting, solver_section_shown,
+                                      solver_stats_line)
+from ropesim.engine.solver_settings import solver_setting_allowed
 from ropesim.io.scenes import load
 
 
@@ -51,7 +53,7 @@ def test_widgets_and_stats_line_of_each_solver(gui):
     sim.step(2)
     labels = one_frame(gui, lambda: draw_solver_section(imgui, sim))
     assert [label.split("###")[0] for label in labels] == [
-        "substeps", "iterations", "compliance", "compliance = 1/k"]
+        "substeps", "iterations", "compliance", "compliance = 1/k", "relaxation"]
     assert solver_stats_line(sim).startswith(f"{sim.solver_stats.iterations} passes/step")
     sim.integrator = "vbd"
     sim.step()
@@ -68,6 +70,11 @@ def test_edits_land_on_the_integrator_or_are_refused_with_the_reason():
     assert (sim.integrator_object.substeps, sim.integrator_object.compliance) == (9, 1e-5)
     assert set_solver_setting(sim, "compliance", None) is None
     assert sim.integrator_object.compliance is None
+    assert set_solver_setting(sim, "relaxation", 1.2) is None
+    assert sim.integrator_object.relaxation == 1.2
+    refused = set_solver_setting(sim, "relaxation", 2.0)
+    assert "xpbd.relaxation" in refused and "from 1 to below 2" in refused and "2.0" in refused
+    assert sim.integrator_object.relaxation == 1.2
     refused = set_solver_setting(sim, "substeps", 0)
     assert "xpbd.substeps" in refused and "from 1 to 1000" in refused and "0" in refused
     assert sim.integrator_object.substeps == 9
@@ -89,3 +96,11 @@ def test_full_panel_draws_the_section_with_xpbd_and_vbd(gui):
         panel.draw()
         imgui.render()
         assert controller.sim.integrator == name
+
+
+def test_relaxation_slider_stays_inside_the_allowed_range():
+    """The slider's ends are allowed values (XPBD.relaxation in [1, 2)), so a typed value,
+    clamped to them, is never refused."""
+    for (name, key), ends in SLIDER_NUMBERS.items():
+        assert all(solver_setting_allowed(name, key, end) for end in ends), (name, key, ends)
+    assert SLIDER_NUMBERS[("xpbd", "relaxation")] == (1.0, 1.99)

@@ -2,6 +2,7 @@
 with errors naming the key and the allowed values, set on the Simulation's integrators,
 kept through live switches, written back by save."""
 
+import numpy as np
 import pytest
 
 import ropesim as rs
@@ -45,6 +46,8 @@ def test_absent_tables_leave_the_defaults():
     ("xpbd", "substeps", 0, "an integer from 1 to 1000"),
     ("xpbd", "iterations", 5000, "an integer from 1 to 1000"),
     ("xpbd", "compliance", -1.0, "a compliance >= 0 m/N"),
+    ("xpbd", "relaxation", 2.0, "a number from 1 to below 2"),
+    ("xpbd", "relaxation", 0.9, "a number from 1 to below 2"),
     ("vbd", "iterations", 0, "an integer from 1 to 1000"),
     ("vbd", "chebyshev_rho", 1.0, "a number from 0 (off) to below 1"),
     ("vbd", "initialisation", "guess", "one of previous, inertia"),
@@ -73,3 +76,32 @@ def test_save_and_load_round_trip_and_overrides(tmp_path):
     assert changed.solvers["xpbd"]["substeps"] == 14 and changed.solvers["vbd"]["iterations"] == 3
     with pytest.raises(SceneError, match="xpbd.substeps"):
         again.with_overrides({"xpbd.substeps": "0"})
+
+
+def test_xpbd_relaxation_from_a_scene_file_is_the_integrators_over_relaxation():
+    """[xpbd] relaxation reaches the projections: the same end positions as setting
+    XPBD.relaxation directly, and other ones than the default 1.5."""
+    def end_positions(table, relaxation_attribute=None):
+        sim = scene(simulation={"integrator": "xpbd", "dt": 1 / 60},
+                    xpbd={"substeps": 5, **table}).simulation()
+        if relaxation_attribute is not None:
+            sim.integrator_object.relaxation = relaxation_attribute
+        sim.step(5)
+        return sim.integrator_object.relaxation, sim.state.x.copy()
+
+    relaxation, from_scene = end_positions({"relaxation": 1.0})
+    assert relaxation == 1.0
+    assert np.array_equal(from_scene, end_positions({}, 1.0)[1])
+    default, with_default = end_positions({})
+    assert default == 1.5 and not np.allclose(from_scene, with_default)
+
+
+def test_xpbd_relaxation_round_trips_and_overrides(tmp_path):
+    path = tmp_path / "relaxed.toml"
+    scene(xpbd={"relaxation": 1.25}).save(path)
+    again = load(path)
+    assert again.solvers == {"xpbd": {"relaxation": 1.25}}
+    changed = again.with_overrides({"xpbd.relaxation": "1.75"})
+    assert changed.solvers["xpbd"]["relaxation"] == 1.75
+    with pytest.raises(SceneError, match=r"xpbd.relaxation: allowed a number from 1 to below 2"):
+        again.with_overrides({"xpbd.relaxation": "2"})

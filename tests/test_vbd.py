@@ -185,6 +185,73 @@ def test_grid_interior_particles_have_every_spring_of_every_block():
     assert layout.blocks.shape[0] == 6 and np.array_equal(full, box) and box.sum() > 20
 
 
+def test_sweep_layout_finds_the_other_end_of_every_spring():
+    """The grid sweeps' layout (columns of a row ordered by residue mod p) and its
+    neighbour table: for every spring of the cloth, the entry that residue_offsets and
+    neighbour_table give for its other end, seen from either end, is where that particle
+    is in the layout, and the table's column ranges are exactly where each spring
+    exists, on a grid whose width is no multiple of p."""
+    from ropesim.engine.kernels.grid import grid_layout
+    from ropesim.engine.kernels.grid_vbd import (grid_colour_pattern, neighbour_table,
+                                                 residue_offsets)
+
+    cloth = rs.cloth(13, 11, 0.05)
+    layout = grid_layout(cloth.springs[:, 0], cloth.springs[:, 1], cloth.n_particles)
+    _, p = grid_colour_pattern(layout)
+    cols = layout.cols
+    off, near = residue_offsets(cols, p), neighbour_table(layout.blocks, p)
+    assert cols % p and off[-1] == cols
+
+    def entry(r, c):
+        return r * cols + off[c % p] + c // p
+
+    checked = 0
+    for b, (dr, dc, first, c0, c1) in enumerate(layout.blocks):
+        for s in range(first, first + (layout.rows - dr) * (c1 - c0)):
+            i, j = sorted(cloth.springs[s], key=lambda n: divmod(n, cols))
+            (ri, ci), (rj, cj) = divmod(i, cols), divmod(j, cols)
+            assert (rj - ri, cj - ci) == (dr, dc)
+            m_to, shift_to, lo, hi = near[b, ci % p, 1]
+            assert rj * cols + off[m_to] + ci // p + shift_to == entry(rj, cj)
+            assert lo <= ci // p < hi  # the spring exists from its first end
+            m_from, shift_from, lo, hi = near[b, cj % p, 0]
+            assert ri * cols + off[m_from] + cj // p + shift_from == entry(ri, ci)
+            assert lo <= cj // p < hi
+            checked += 1
+    assert checked == cloth.n_springs
+    for b, (dr, dc, first, c0, c1) in enumerate(layout.blocks):  # and nowhere else
+        for m in range(p):
+            for end, (lo_c, hi_c) in enumerate(((c0 + dc, c1 + dc), (c0, c1))):
+                lo, hi = near[b, m, end, 2:]
+                ts = [t for t in range(-2, cols) if lo_c <= m + p * t < hi_c]
+                assert [t for t in ts if t >= 0] == list(range(lo, hi))
+    entries = sorted(entry(r, c) for r in range(layout.rows) for c in range(cols))
+    assert entries == list(range(cloth.n_particles))  # a permutation
+
+
+def test_vectorised_grid_sweeps_equal_the_spring_list_kernel_bit_for_bit():
+    """A grid at least VECTOR_MIN_COLS wide runs the vectorised sweeps (kernels/grid_vbd.py,
+    narrower ones the scalar pair sweeps): with dampers, wind, interior and corner pins
+    and Chebyshev, the same bits as the spring-list sweeps, and the pins kept."""
+    from ropesim.engine.kernels.grid_vbd_pairs import VECTOR_MIN_COLS
+
+    cols = VECTOR_MIN_COLS + 3  # no multiple of the 5 colours
+    pins = [0, cols - 1, 2 * cols + 7, 3 * cols + cols // 2]
+    cloth = rs.cloth(cols, 6, 0.05, mass=0.01, stiffness=800.0, damping=0.05, pins=pins)
+    runs = []
+    for grid_kernels in (True, False):
+        sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
+        assert sim.integrator_object._grid_runs == grid_kernels
+        sim.integrator_object.chebyshev_rho = 0.5
+        sim.add_force(rs.Wind((3.0, 0.0, 1.0)))
+        sim.step(8)
+        runs.append((sim.positions.copy(), sim.solver_stats.residual))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+    np.testing.assert_array_equal(runs[0][0][pins], cloth.positions3()[pins])
+    assert np.abs(runs[0][0] - cloth.positions3()).max() > 0.01  # the rest moved
+
+
 def test_grid_kernel_equals_the_spring_list_kernel_with_interior_pins():
     """Pinned particles inside the grid (where the grid sweeps pair particles up) keep
     their place, and the grid and spring-list sweeps still give the same bits."""

@@ -1,5 +1,5 @@
 """The panel's "Solver" section (panel.py calls it): the settings of XPBD (substeps,
-iterations, compliance) and VBD (iterations, Chebyshev, initial guess), shown while
+iterations, compliance, relaxation) and VBD (iterations, Chebyshev, initial guess), shown while
 one of them is the current integrator, and its ``sim.solver_stats``.
 
 Edits go to ``sim.integrator_object`` through :func:`set_solver_setting`, which checks
@@ -23,6 +23,9 @@ SLIDER_COUNTS = {("xpbd", "substeps"): 40, ("xpbd", "iterations"): 20,
                  ("vbd", "iterations"): 100}
 #: range of the compliance slider, m/N (logarithmic)
 COMPLIANCE_RANGE = (1e-9, 1e-1)
+#: slider ranges of the other numbers (inside their allowed ranges, whose upper ends
+#: are excluded: Chebyshev's rho below 1, XPBD's over-relaxation below 2)
+SLIDER_NUMBERS = {("vbd", "chebyshev_rho"): (0.0, 0.99), ("xpbd", "relaxation"): (1.0, 1.99)}
 
 
 def solver_section_shown(sim: Simulation) -> bool:
@@ -78,8 +81,8 @@ def draw_solver_section(imgui: Any, sim: Simulation) -> list[str]:
                                                 *COMPLIANCE_RANGE, "%.2e",
                                                 imgui.SliderFlags_.logarithmic | clamp)
         elif kind == "number":
-            changed, value = imgui.slider_float(label, getattr(solver, key), 0.0, 0.99,
-                                                "%.2f", clamp)
+            changed, value = imgui.slider_float(label, getattr(solver, key),
+                                                *SLIDER_NUMBERS[(name, key)], "%.2f", clamp)
         else:
             current = INITIALISATIONS.index(getattr(solver, key))
             changed, index = imgui.combo(label, current, list(INITIALISATIONS))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .integrators.vbd import INITIALISATIONS
+from .integrators.xpbd import RELAXATION_RANGE
 
 #: the settable attributes of each integrator: name -> (kind, allowed values), where
 #: kind is "count" (an integer in [1, limit]), "number" (a float) or "choice"
@@ -19,6 +20,9 @@ SOLVER_SETTINGS: dict[str, dict[str, tuple[str, str]]] = {
         "substeps": ("count", "an integer from 1 to 1000 (substeps per step)"),
         "iterations": ("count", "an integer from 1 to 1000 (Gauss-Seidel passes per substep)"),
         "compliance": ("number", "a compliance >= 0 m/N (absent: each spring's 1/k)"),
+        "relaxation": ("number", f"a number from {RELAXATION_RANGE[0]:g} to below "
+                                 f"{RELAXATION_RANGE[1]:g} (over-relaxation of each "
+                                 "projection)"),
     },
     "vbd": {
         "iterations": ("count", "an integer from 1 to 1000 (sweeps per step)"),
@@ -37,6 +41,8 @@ def solver_setting_allowed(integrator: str, key: str, value: Any) -> bool:
         return 1 <= value <= MAX_COUNT
     if key == "chebyshev_rho":
         return 0.0 <= value < 1.0
+    if key == "relaxation":
+        return RELAXATION_RANGE[0] <= value < RELAXATION_RANGE[1]
     if kind == "number":
         return value >= 0.0
     return value in INITIALISATIONS

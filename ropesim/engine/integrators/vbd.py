@@ -42,9 +42,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.grid import grid_layout
+from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.grid_vbd import (add_spring, chebyshev_accelerate, grid_colour_pattern,
-                                grid_vertex_colouring, inertia_block, newton_move, summed,
-                                vbd_grid_sweeps, vbd_grid_sweeps_parallel)
+                                grid_scratch, grid_vertex_colouring, inertia_block,
+                                newton_move, summed, vbd_grid_sweeps,
+                                vbd_grid_sweeps_parallel)
 from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
@@ -237,6 +239,14 @@ class VBD(Integrator):
             model.spring_a, model.spring_b, n, model.grid_shape)
         self._pattern = None if layout is None else grid_colour_pattern(layout)
         self._grid = grid if self._pattern is not None else None
+        # wide grids: the vectorised sweeps (their layout and work arrays); narrow ones:
+        # the scalar pair sweeps (kernels/grid_vbd_pairs.py)
+        self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
+        if self._grid_runs:
+            p = model.params
+            self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
+                                              self._pattern[1], model.dtype,
+                                              p.rest_lengths.dtype, p.stiffness.dtype)
         if self._pattern is not None:
             self._order, self._colour_starts = grid_vertex_colouring(layout, self._pattern)
         else:
@@ -280,15 +290,22 @@ class VBD(Integrator):
         scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
                           p.fixed, model.gravity(), external, has_external, dt, self._mode,
                           have_history)
-        common = (state.x, self._x_t, self._y, self._x_1, self._x_2, p.inv_mass, p.fixed)
-        if self._grid is not None:
+        if self._grid_runs:
             force_sq = self._passes.run(
-                vbd_grid_sweeps, vbd_grid_sweeps_parallel, *common, p.rest_lengths,
-                p.stiffness, p.damping, dt, self._grid.cols, self._grid.blocks,
-                *self._pattern, self._iterations, self._rho, self._force_sq)
+                vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
+                p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping, dt,
+                self._grid.cols, self._grid.blocks, *self._pattern, self._iterations,
+                self._rho, self._force_sq, *self._grid_scratch)
+        elif self._grid is not None:
+            force_sq = self._passes.run(
+                vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
+                self._x_1, self._x_2, p.inv_mass, p.fixed, p.rest_lengths, p.stiffness,
+                p.damping, dt, self._grid.cols, self._grid.blocks, *self._pattern,
+                self._iterations, self._rho, self._force_sq)
         else:
             force_sq = self._passes.run(
-                vbd_sweeps, vbd_sweeps_parallel, *common, *self._adjacency, p.rest_lengths,
+                vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
+                self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
                 p.stiffness, p.damping, dt, self._order, self._colour_starts,
                 self._iterations, self._rho, self._force_sq)
         stats = self.stats

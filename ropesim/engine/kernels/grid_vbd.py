@@ -11,6 +11,18 @@ The spring-list path uses the same colours on a grid (``grid_vertex_colouring``)
 visits a particle's springs in the same order (by spring index), with the same
 arithmetic (``inertia_block``, ``add_spring``, ``newton_move``), so the two give the
 same bits.
+
+The grid sweeps work on a structure-of-arrays copy of the step (``grid_soa_load``) in
+the sweep layout: each grid row with its columns ordered by residue mod p (columns
+m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the row; ``residue_offsets``).
+A colour's particles of one row are one residue class, so contiguous, and so are the
+other ends of their springs of one block (the row r +- dr, residue (m +- dc) mod p,
+shifted by a constant: ``neighbour_table``); each spring's rest length, k and c/h
+are stored per block at the layout entry of its first end. ``descend_run`` builds the
+blocks of up to RUN such particles together, one loop over the particles per spring
+family and direction (over the columns where that spring exists), which LLVM turns
+into 4-wide vector code (AVX2, float64); the arithmetic and its order per particle
+are the spring-list path's, so the bits too.
 """
 
 from __future__ import annotations
@@ -24,6 +36,16 @@ from .particles import MIN_LENGTH
 
 #: largest colour count tried for the (r + a c) mod p pattern
 MAX_GRID_COLOURS = 16
+#: particles of one grid row and colour whose blocks one vectorised loop builds
+#: (descend_run: a 9 x RUN block of accumulators, in L1)
+RUN = 32
+#: j RUN as unsigned offsets (acc[j RUN + t] with an unsigned t: no wraparound test)
+(STRIDE_1, STRIDE_2, STRIDE_3, STRIDE_4, STRIDE_5, STRIDE_6, STRIDE_7,
+ STRIDE_8) = (np.uint64(j * RUN) for j in range(1, 9))
+#: the rows of the sweep layout's soa array: positions, step-start positions, inertia
+#: targets, and Chebyshev's iterates one and two sweeps back (3 rows each)
+SOA_X, SOA_T, SOA_Y, SOA_X1, SOA_X2 = 0, 3, 6, 9, 12
+SOA_ROWS = 15
 
 
 def grid_colour_pattern(layout: GridLayout) -> tuple[int, int] | None:
@@ -49,18 +71,19 @@ def grid_vertex_colouring(layout: GridLayout, pattern: tuple[int, int]):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def spring_terms(x, x_t, i, j, rest, k, c, inv_h):
-    """One spring's force on particle i (other end j) and its 3x3 block of G's Hessian
-    (6 entries: xx, yy, zz, xy, xz, yz):
+def spring_terms_of(xi0, xi1, xi2, ti0, ti1, ti2, xj0, xj1, xj2, tj0, tj1, tj2, rest, k,
+                    c_h):
+    """One spring's force on particle i (at x_i, step start t_i; other end x_j, t_j) and
+    its 3x3 block of G's Hessian (6 entries: xx, yy, zz, xy, xz, yz), c_h = c / h:
 
         f = (-k (l - L) - c/h n . (dx_i - dx_j)) n
         H = k ((1 - t) n n^T + t I) + c/h n n^T,  t = max(0, 1 - L/l)
 
     zero for a spring shorter than MIN_LENGTH. Branch free (an early exit kept numba
-    from compiling the loops around it well)."""
-    dx = x[i, 0] - x[j, 0]
-    dy = x[i, 1] - x[j, 1]
-    dz = x[i, 2] - x[j, 2]
+    from compiling the loops around it well, and selects let the grid runs vectorise)."""
+    dx = xi0 - xj0
+    dy = xi1 - xj1
+    dz = xi2 - xj2
     length = np.sqrt(dx * dx + dy * dy + dz * dz)
     acts = length >= MIN_LENGTH
     inv = 1.0 / length if acts else 0.0
@@ -68,10 +91,9 @@ def spring_terms(x, x_t, i, j, rest, k, c, inv_h):
     ny = dy * inv
     nz = dz * inv
     ks = k if acts else 0.0
-    cs = c * inv_h if acts else 0.0
-    moved = (nx * (x[i, 0] - x_t[i, 0] - x[j, 0] + x_t[j, 0])
-             + ny * (x[i, 1] - x_t[i, 1] - x[j, 1] + x_t[j, 1])
-             + nz * (x[i, 2] - x_t[i, 2] - x[j, 2] + x_t[j, 2]))
+    cs = c_h if acts else 0.0
+    moved = (nx * (xi0 - ti0 - xj0 + tj0) + ny * (xi1 - ti1 - xj1 + tj1)
+             + nz * (xi2 - ti2 - xj2 + tj2))
     mag = -ks * (length - rest) - cs * moved
     transverse = max(1.0 - rest * inv, 0.0)
     iso = ks * transverse
@@ -81,80 +103,61 @@ def spring_terms(x, x_t, i, j, rest, k, c, inv_h):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def inertia_block(x, y, i, inv_mass, inv_h):
-    """The inertia term of particle i's block: (f = m/h^2 (y_i - x_i), H = m/h^2 I) as
-    the 9-tuple (fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz) that add_spring grows."""
-    m_h2 = inv_h * inv_h / inv_mass[i]
-    return (m_h2 * (y[i, 0] - x[i, 0]), m_h2 * (y[i, 1] - x[i, 1]), m_h2 * (y[i, 2] - x[i, 2]),
-            m_h2, m_h2, m_h2, 0.0, 0.0, 0.0)
+def spring_terms(x, x_t, i, j, rest, k, c, inv_h):
+    """spring_terms_of the spring from j to i of the (n, 3) positions x (x_t: the step's
+    start), c in N s/m, inv_h = 1/h."""
+    return spring_terms_of(x[i, 0], x[i, 1], x[i, 2], x_t[i, 0], x_t[i, 1], x_t[i, 2],
+                           x[j, 0], x[j, 1], x[j, 2], x_t[j, 0], x_t[j, 1], x_t[j, 2], rest,
+                           k, c * inv_h)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def add_spring(block, x, x_t, i, j, rest, k, c, inv_h):
-    """block + the spring_terms of the spring from j to i, entry by entry."""
-    t = spring_terms(x, x_t, i, j, rest, k, c, inv_h)
+def inertia_block(x, y, i, inv_mass, inv_h):
+    """The inertia term of particle i's block: (f = m/h^2 (y_i - x_i), H = m/h^2 I) as
+    the 9-tuple (fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz) that add_spring grows."""
+    return inertia_of(inv_h * inv_h / inv_mass[i], x[i, 0], x[i, 1], x[i, 2], y[i, 0],
+                      y[i, 1], y[i, 2])
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def inertia_of(m_h2, x0, x1, x2, y0, y1, y2):
+    """inertia_block of a particle at x with inertia target y, m_h2 = m/h^2 (kg/s^2)."""
+    return (m_h2 * (y0 - x0), m_h2 * (y1 - x1), m_h2 * (y2 - x2), m_h2, m_h2, m_h2, 0.0, 0.0,
+            0.0)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def plus_terms(block, t):
+    """block + t, entry by entry (two 9-tuples)."""
     return (block[0] + t[0], block[1] + t[1], block[2] + t[2], block[3] + t[3],
             block[4] + t[4], block[5] + t[5], block[6] + t[6], block[7] + t[7],
             block[8] + t[8])
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def newton_move(x, i, block):
-    """x_i += H^-1 f for the 9-tuple block (no move if H is singular); returns |f|^2."""
+def add_spring(block, x, x_t, i, j, rest, k, c, inv_h):
+    """block + the spring_terms of the spring from j to i, entry by entry."""
+    return plus_terms(block, spring_terms(x, x_t, i, j, rest, k, c, inv_h))
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def newton_delta(block):
+    """(H^-1 f, |f|^2) for the 9-tuple block: the move (dx, dy, dz) of one Newton step
+    (none if H is singular) and the squared force before it."""
     fx, fy, fz, hxx, hyy, hzz, hxy, hxz, hyz = block
     ixx, iyy, izz, ixy, ixz, iyz = inverse_3x3(hxx, hyy, hzz, hxy, hxz, hyz)
-    x[i, 0] += ixx * fx + ixy * fy + ixz * fz
-    x[i, 1] += ixy * fx + iyy * fy + iyz * fz
-    x[i, 2] += ixz * fx + iyz * fy + izz * fz
-    return fx * fx + fy * fy + fz * fz
+    return (ixx * fx + ixy * fy + ixz * fz, ixy * fx + iyy * fy + iyz * fz,
+            ixz * fx + iyz * fy + izz * fz, fx * fx + fy * fy + fz * fz)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def descend_grid_particle(x, x_t, y, inv_mass, rest, k, c, inv_h, rows, cols, blocks, r,
-                          col):
-    """One 3x3 Newton step on G for free particle (r, col) of a grid, its springs from
-    the blocks (in spring-index order: in each block the spring ending at it, then the
-    one starting at it); returns |f|^2 before the step."""
-    i = r * cols + col
-    block = inertia_block(x, y, i, inv_mass, inv_h)
-    for b in range(blocks.shape[0]):
-        dr, dc, first, c0, c1 = (blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3],
-                                 blocks[b, 4])
-        width = c1 - c0
-        for end in range(2):  # 0: the spring from (r - dr, col - dc); 1: the one from (r, col)
-            r0 = r - dr if end == 0 else r
-            c_0 = col - dc if end == 0 else col
-            if 0 <= r0 < rows - dr and c0 <= c_0 < c1:
-                s = first + r0 * width + c_0 - c0
-                j = i - dr * cols - dc if end == 0 else i + dr * cols + dc
-                block = add_spring(block, x, x_t, i, j, rest[s], k[s], c[s], inv_h)
-    return newton_move(x, i, block)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def descend_grid_pair(x, x_t, y, inv_mass, rest, k, c, inv_h, cols, blocks, r, col, col2):
-    """descend_grid_particle for two interior particles of one colour and row, (r, col)
-    and (r, col2), their spring terms interleaved (two independent dependency chains
-    for the CPU to overlap; each particle's terms are summed in the same order as
-    alone: the same bits); returns (|f|^2, |f2|^2) before the steps."""
-    i = r * cols + col
-    i2 = r * cols + col2
-    block = inertia_block(x, y, i, inv_mass, inv_h)
-    block2 = inertia_block(x, y, i2, inv_mass, inv_h)
-    for b in range(blocks.shape[0]):
-        dr, dc, first, c0 = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
-        width = blocks[b, 4] - c0
-        s = first + (r - dr) * width + col - dc - c0
-        s2 = s + col2 - col
-        block = add_spring(block, x, x_t, i, i - dr * cols - dc, rest[s], k[s], c[s], inv_h)
-        block2 = add_spring(block2, x, x_t, i2, i2 - dr * cols - dc, rest[s2], k[s2], c[s2],
-                            inv_h)
-        s = first + r * width + col - c0
-        s2 = s + col2 - col
-        block = add_spring(block, x, x_t, i, i + dr * cols + dc, rest[s], k[s], c[s], inv_h)
-        block2 = add_spring(block2, x, x_t, i2, i2 + dr * cols + dc, rest[s2], k[s2], c[s2],
-                            inv_h)
-    return newton_move(x, i, block), newton_move(x, i2, block2)
+def newton_move(x, i, block):
+    """x_i += H^-1 f for the 9-tuple block (no move if H is singular); returns |f|^2."""
+    dx, dy, dz, force_sq = newton_delta(block)
+    x[i, 0] += dx
+    x[i, 1] += dy
+    x[i, 2] += dz
+    return force_sq
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -171,34 +174,186 @@ def grid_interior(rows, cols, blocks):
     return r_lo, r_hi, c_lo, c_hi
 
 
+def residue_offsets(cols: int, p: int) -> np.ndarray:
+    """off (p + 1 int64): in a grid row of the sweep layout, the columns c with c mod p = m
+    are entries off[m] .. off[m + 1] (module docstring)."""
+    counts = [(cols - m + p - 1) // p for m in range(p)]
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+
+def grid_scratch(rows: int, cols: int, blocks: np.ndarray, p: int, dtype, rest_dtype,
+                 k_dtype):
+    """The grid sweeps' tables and work arrays: (off, near, soa, m_h2, fix, fsq, rest_b,
+    k_b, ch_b, acc)
+    (``vbd_grid_sweeps``); soa in the state's dtype and rest_b, k_b in the parameters'
+    (the arithmetic is the spring-list kernels', type for type)."""
+    n = rows * cols
+    return (residue_offsets(cols, p), neighbour_table(blocks, p),
+            np.zeros((SOA_ROWS, n), dtype), np.zeros(n),
+            np.zeros(n, np.uint8), np.zeros(n), np.zeros((len(blocks), n), rest_dtype),
+            np.zeros((len(blocks), n), k_dtype), np.zeros((len(blocks), n)),
+            np.zeros((rows, 9 * RUN)))
+
+
+def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
+    """near (nb, p, 2, 4) int64: for block b and the particles of a row in column residue
+    m (columns m + p t), their springs from (r - dr, c - dc) (end 0) and to (r + dr,
+    c + dc) (end 1): near[b, m, end] = (the other end's residue m', the shift of t, and
+    the range [t_lo, t_hi) of the t whose spring exists), so the other end is entry
+    off[m'] + t + shift of its row in the layout."""
+    near = np.zeros((len(blocks), p, 2, 4), np.int64)
+    for b, (dc, c0, c1) in enumerate(blocks[:, [1, 3, 4]].tolist()):
+        for m in range(p):
+            for end, (column, lo, hi) in enumerate(((m - dc, c0 + dc, c1 + dc),
+                                                    (m + dc, c0, c1))):
+                near[b, m, end] = (column % p, column // p, max(0, -((m - lo) // p)),
+                                   max(0, -((m - hi) // p)))
+    return near
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols, blocks, a,
-                     p, q, r, interior, force_sq):
-    """descend_grid_particle for the particles of colour q in grid row r (a call of its
-    own: a prange index may arrive unsigned, and uint64 * int64 is a float in numba, so
-    the row is made an int64 first), two at a time by descend_grid_pair where both are
-    free and inside ``interior`` (grid_interior's bounds)."""
+def grid_soa_load(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, cols, blocks, p, off, soa,
+                  m_h2, fix, rest_b, k_b, ch_b):
+    """Copy the step into the sweep layout: positions, start positions and inertia
+    targets into soa's rows, m/h^2 (kg/s^2), the fixed flags, and each spring's rest
+    length, k and c/h into row b (its block) of rest_b, k_b, ch_b at its first end."""
+    rows = x.shape[0] // cols
+    for r in range(rows):
+        for m in range(p):
+            for t in range(off[m + 1] - off[m]):
+                i = r * cols + m + p * t
+                e = r * cols + off[m] + t
+                for d in range(3):
+                    soa[SOA_X + d, e] = x[i, d]
+                    soa[SOA_T + d, e] = x_t[i, d]
+                    soa[SOA_Y + d, e] = y[i, d]
+                m_h2[e] = inv_h * inv_h / inv_mass[i]
+                fix[e] = fixed[i]
+    for b in range(blocks.shape[0]):
+        dr, first, c0, c1 = blocks[b, 0], blocks[b, 2], blocks[b, 3], blocks[b, 4]
+        for r in range(rows - dr):
+            for m in range(p):
+                for t in range(off[m + 1] - off[m]):
+                    col = m + p * t
+                    if c0 <= col < c1:
+                        s = first + r * (c1 - c0) + col - c0
+                        e = r * cols + off[m] + t
+                        rest_b[b, e] = rest[s]
+                        k_b[b, e] = k[s]
+                        ch_b[b, e] = c[s] * inv_h
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def grid_soa_store(x, force_sq, cols, p, off, soa, fsq):
+    """x and force_sq (N^2) back from the sweep layout."""
+    for r in range(x.shape[0] // cols):
+        for m in range(p):
+            for t in range(off[m + 1] - off[m]):
+                i = r * cols + m + p * t
+                e = r * cols + off[m] + t
+                for d in range(3):
+                    x[i, d] = soa[SOA_X + d, e]
+                force_sq[i] = fsq[e]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, lo, hi):
+    """acc[j RUN + t] += spring_terms_of(...)[j], lo <= t < hi: the springs of block b
+    between the layout entries first + t (the particles moved) and other + t, spring
+    + t the entry their parameters are at. Unsigned indices (no wraparound test; the
+    sums wrap back into range) and contiguous entries: LLVM vectorises the loop."""
+    e0, o0, s0 = np.uint64(first + lo), np.uint64(other + lo), np.uint64(spring + lo)
+    a0 = np.uint64(lo)
+    for u in range(np.uint64(max(hi - lo, 0))):
+        e, o, s, t = e0 + u, o0 + u, s0 + u, a0 + u
+        f = spring_terms_of(soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e],
+                            soa[SOA_T, e], soa[SOA_T + 1, e], soa[SOA_T + 2, e],
+                            soa[SOA_X, o], soa[SOA_X + 1, o], soa[SOA_X + 2, o],
+                            soa[SOA_T, o], soa[SOA_T + 1, o], soa[SOA_T + 2, o],
+                            rest_b[b, s], k_b[b, s], ch_b[b, s])
+        acc[t] += f[0]
+        acc[STRIDE_1 + t] += f[1]
+        acc[STRIDE_2 + t] += f[2]
+        acc[STRIDE_3 + t] += f[3]
+        acc[STRIDE_4 + t] += f[4]
+        acc[STRIDE_5 + t] += f[5]
+        acc[STRIDE_6 + t] += f[6]
+        acc[STRIDE_7 + t] += f[7]
+        acc[STRIDE_8 + t] += f[8]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def t_span(near, b, m, end, t0, count):
+    """(lo, hi): the t in [0, count) of a run from t0 whose spring (b, end) exists."""
+    lo = min(max(near[b, m, end, 2] - t0, 0), count)
+    return lo, min(max(near[b, m, end, 3] - t0, lo), count)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows, cols,
+                row, m, t0, count):
+    """One Newton step each for the ``count`` (<= RUN) particles of grid row ``row`` in
+    columns m + p t, t0 <= t < t0 + count (one colour, contiguous in the layout): their
+    blocks built together in acc (9 x RUN: the inertia term, then block by block the
+    spring ending at them and the one starting at them, each over the columns where it
+    exists: spring-index order, as in the spring-list path: the same bits), then the
+    moves; fixed particles keep their place (a select, not a branch)."""
+    first = row * cols + off[m] + t0
+    e0 = np.uint64(first)
+    for t in range(count):
+        e = e0 + np.uint64(t)
+        block = inertia_of(m_h2[e], soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e],
+                           soa[SOA_Y, e], soa[SOA_Y + 1, e], soa[SOA_Y + 2, e])
+        acc[t], acc[RUN + t], acc[2 * RUN + t] = block[0], block[1], block[2]
+        acc[3 * RUN + t], acc[4 * RUN + t], acc[5 * RUN + t] = block[3], block[4], block[5]
+        acc[6 * RUN + t], acc[7 * RUN + t], acc[8 * RUN + t] = block[6], block[7], block[8]
+    for b in range(blocks.shape[0]):
+        dr = blocks[b, 0]
+        if row >= dr:  # the springs from (row - dr, c - dc)
+            lo, hi = t_span(near, b, m, 0, t0, count)
+            start = (row - dr) * cols + off[near[b, m, 0, 0]] + t0 + near[b, m, 0, 1]
+            add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, start, start, lo, hi)
+        if row < rows - dr:  # the springs from (row, c) to (row + dr, c + dc)
+            lo, hi = t_span(near, b, m, 1, t0, count)
+            end = (row + dr) * cols + off[near[b, m, 1, 0]] + t0 + near[b, m, 1, 1]
+            add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, end, first, lo, hi)
+    for t in range(count):
+        e = e0 + np.uint64(t)
+        dx, dy, dz, force_sq = newton_delta((acc[t], acc[RUN + t], acc[2 * RUN + t],
+                                             acc[3 * RUN + t], acc[4 * RUN + t],
+                                             acc[5 * RUN + t], acc[6 * RUN + t],
+                                             acc[7 * RUN + t], acc[8 * RUN + t]))
+        free = fix[e] == 0
+        x0, x1, x2 = soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e]
+        soa[SOA_X, e] = x0 + dx if free else x0
+        soa[SOA_X + 1, e] = x1 + dy if free else x1
+        soa[SOA_X + 2, e] = x2 + dz if free else x2
+        fsq[e] = force_sq if free else 0.0
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows,
+                     cols, a, p, q, r):
+    """The Newton steps of the particles of colour q in grid row r, in runs of up to RUN
+    (descend_run; a call of its own: a prange index may arrive unsigned, and uint64 *
+    int64 is a float in numba, so the row is made an int64 first)."""
     row = np.int64(r)
-    r_lo, r_hi, c_lo, c_hi = interior
-    inside_rows = r_lo <= row < r_hi
-    for start in range(p):
-        if (row + a * start) % p == q:
-            col = start
-            while col < cols:
-                i = row * cols + col
-                col2 = col + p
-                if (inside_rows and c_lo <= col and col2 < c_hi and not fixed[i]
-                        and not fixed[i + p]):
-                    force_sq[i], force_sq[i + p] = descend_grid_pair(
-                        x, x_t, y, inv_mass, rest, k, c, inv_h, cols, blocks, row, col, col2)
-                    col += 2 * p
-                    continue
-                if fixed[i]:
-                    force_sq[i] = 0.0
-                else:
-                    force_sq[i] = descend_grid_particle(x, x_t, y, inv_mass, rest, k, c,
-                                                        inv_h, rows, cols, blocks, row, col)
-                col += p
+    scratch = acc[row]
+    for m in range(p):
+        if (row + a * m) % p != q:
+            continue
+        count = off[m + 1] - off[m]
+        for t0 in range(0, count, RUN):
+            descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, scratch, blocks, off, near,
+                        rows, cols, row, m, t0, min(RUN, count - t0))
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def copy_rows(soa, source, target):
+    """soa[target + d] = soa[source + d], d < 3."""
+    for d in range(3):
+        for e in range(soa.shape[1]):
+            soa[target + d, e] = soa[source + d, e]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -243,39 +398,46 @@ def summed(values):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                 iterations, rho, force_sq):
+def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, iterations,
+                 rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc):
     """The body of both grid sweep kernels: prange runs the rows of a colour in parallel
     in vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two particles of a
     colour share a spring: the same bits); returns sum |f|^2 of the last sweep, N^2,
     summed in index order in both."""
     rows = x.shape[0] // cols
     inv_h = 1.0 / h
+    grid_soa_load(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, cols, blocks, p, off, soa,
+                  m_h2, fix, rest_b, k_b, ch_b)
     omega = 1.0
     if rho > 0.0:
-        x_1[:] = x
-    interior = grid_interior(rows, cols, blocks)
+        copy_rows(soa, SOA_X, SOA_X1)
     for it in range(iterations):
         for q in range(p):
             for r in prange(rows):
-                descend_grid_row(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, rows, cols,
-                                 blocks, a, p, q, r, interior, force_sq)
-        omega = chebyshev_accelerate(x, x_1, x_2, fixed, it, rho, omega)
+                descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off,
+                                 near, rows, cols, a, p, q, r)
+        omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
+                                     soa[SOA_X2:SOA_X2 + 3].T, fix, it, rho, omega)
+    grid_soa_store(x, force_sq, cols, p, off, soa, fsq)
     return summed(force_sq)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def vbd_grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                    iterations, rho, force_sq):
-    """``iterations`` serial sweeps over the grid colours; returns sum |f|^2 of the
-    last, N^2."""
-    return _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks,
-                        a, p, iterations, rho, force_sq)
+def vbd_grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                    iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b,
+                    ch_b, acc):
+    """``iterations`` serial sweeps over the grid colours (the tables and work arrays off
+    ... acc from grid_scratch); x and force_sq updated; returns sum |f|^2 of the last, N^2."""
+    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                        iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
+                        k_b, ch_b, acc)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def vbd_grid_sweeps_parallel(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols,
-                             blocks, a, p, iterations, rho, force_sq):
+def vbd_grid_sweeps_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                             iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq,
+                             rest_b, k_b, ch_b, acc):
     """vbd_grid_sweeps with the rows of each colour in parallel (identical results)."""
-    return _grid_sweeps(x, x_t, y, x_1, x_2, inv_mass, fixed, rest, k, c, h, cols, blocks,
-                        a, p, iterations, rho, force_sq)
+    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
+                        iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
+                        k_b, ch_b, acc)
