@@ -11,7 +11,8 @@ spiral (a frame's physics is at most ``BUDGET_FRACTION`` of the previous frame).
 Physics that cannot keep real time even in that budget (a large cloth) is not
 real time whatever the frame rate, so while the draw alone is faster than ``MIN_FPS``
 it yields to the frame rate: its steps shrink to what keeps frames at MIN_FPS
-(1 / MIN_FPS less the draw), but never below ``MIN_BUDGET_FRACTION`` of the frame;
+(1 / (MIN_FPS * FPS_MARGIN) less the draw: aiming 10 % above MIN_FPS keeps a frame
+that runs a little long above it), but never below ``MIN_BUDGET_FRACTION`` of the frame;
 it then does not halve the frame rate as well. A draw slower than that (a loaded
 machine) would not reach MIN_FPS anyway, so the physics keeps the full budget there.
 Physics that fits the budget always runs in full (real time first).
@@ -36,6 +37,8 @@ MAX_FRAME_TIME = 0.25        # s; a longer frame (window dragged, debugger) coun
 FPS_WINDOW = 1.0             # s of recent frames the frame rate is averaged over
 BUDGET_FRACTION = 0.5        # share of each frame's real duration the physics may use
 MIN_FPS = 30.0               # frames per s the budget keeps while the physics is capped
+FPS_MARGIN = 1.1             # it aims at MIN_FPS times this, so that a frame's jitter (whole
+                             # steps, the buffer swap) leaves the frame rate above MIN_FPS
 MIN_BUDGET_FRACTION = 0.15   # share of the frame the physics keeps even below MIN_FPS
 GOVERNOR_FRAMES = 30         # frames in a row that switch the scene's MSAA off or on
 MSAA_HEADROOM = 0.45         # MSAA back on when a draw without it takes under this of 1/MIN_FPS
@@ -113,14 +116,14 @@ class FrameClock:
 
     def frame_rate_budget(self, frame_time: float) -> int:
         """Steps for physics that cannot keep real time: the time that keeps the frame
-        rate at MIN_FPS (1 / MIN_FPS less the draw, which is ``frame_time`` less the last
-        frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and at most the
+        rate at MIN_FPS * FPS_MARGIN (its frame less the draw, which is ``frame_time``
+        less the last frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and at most the
         full budget, over the measured ms per step (at least 1). The full budget when
         the draw alone takes 1 / MIN_FPS or longer (yielding would not reach MIN_FPS)."""
         draw_s = max(frame_time - self._last_physics_s, 0.0)
         if draw_s >= 1.0 / MIN_FPS:
             return self.step_budget(frame_time)
-        keeps_fps_s = 1.0 / MIN_FPS - draw_s
+        keeps_fps_s = 1.0 / (MIN_FPS * FPS_MARGIN) - draw_s
         return self._steps_in(min(self.budget_fraction * frame_time,
                                   max(MIN_BUDGET_FRACTION * frame_time, keeps_fps_s)))
 
@@ -197,34 +200,38 @@ class FrameClock:
 
 class SampleGovernor:
     """MSAA samples of the window's scene by the frame budget: ``max_samples`` while
-    the draw (a frame less its physics, s) fits a 1 / MIN_FPS frame; 0 after
-    ``GOVERNOR_FRAMES`` frames in a row that missed it; ``max_samples`` again after as
-    many frames without MSAA that drew in under ``MSAA_HEADROOM`` of a 1 / MIN_FPS frame
-    (multisampling costs a software rasteriser about as much again). The streaks keep
-    one slow frame from switching, and the gap between the two limits keeps the
-    samples from flapping."""
+    the draw (a frame less its physics, s) fits a 1 / (MIN_FPS * FPS_MARGIN) frame; 0
+    once the median draw of the last ``GOVERNOR_FRAMES`` frames misses it;
+    ``max_samples`` again once the median of as many frames without MSAA is under
+    ``MSAA_HEADROOM`` of that frame (multisampling costs a software rasteriser about as
+    much again). The median over a window keeps one slow frame from switching and sees
+    through frames that alternate (the panel redraws its numbers a few times a second,
+    so every few frames are slower); the gap between the two limits keeps the samples
+    from flapping."""
 
     def __init__(self, max_samples: int) -> None:
         if max_samples < 0:
             raise ValueError(f"max_samples: must be >= 0, got {max_samples}")
         self.max_samples = int(max_samples)
         self.samples = self.max_samples
-        self._streak = 0
+        self._draws: deque[float] = deque(maxlen=GOVERNOR_FRAMES)  # s, since the last switch
 
     def update(self, draw_s: float) -> int:
         """Count one frame whose draw took ``draw_s`` s; returns the samples for the next."""
-        budget_s = 1.0 / MIN_FPS
-        if self.samples:
-            wants_change = draw_s > budget_s
-        else:
-            wants_change = draw_s < MSAA_HEADROOM * budget_s
-        self._streak = self._streak + 1 if wants_change and self.max_samples else 0
-        if self._streak >= GOVERNOR_FRAMES:
+        if not self.max_samples:
+            return 0
+        self._draws.append(float(draw_s))
+        if len(self._draws) < GOVERNOR_FRAMES:
+            return self.samples
+        budget_s = 1.0 / (MIN_FPS * FPS_MARGIN)
+        median = sorted(self._draws)[GOVERNOR_FRAMES // 2]
+        if median > budget_s if self.samples else median < MSAA_HEADROOM * budget_s:
             self.samples = 0 if self.samples else self.max_samples
-            self._streak = 0
+            self._draws.clear()
         return self.samples
 
 
-__all__ = ["BUDGET_FRACTION", "FPS_WINDOW", "FrameClock", "GOVERNOR_FRAMES", "MAX_FRAME_TIME",
+__all__ = ["BUDGET_FRACTION", "FPS_MARGIN", "FPS_WINDOW", "FrameClock", "GOVERNOR_FRAMES",
+           "MAX_FRAME_TIME",
            "MIN_BUDGET_FRACTION", "MIN_FPS", "MSAA_HEADROOM", "STEP_COST_FRAMES",
            "SampleGovernor", "TIME_SCALES"]

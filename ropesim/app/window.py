@@ -72,7 +72,7 @@ def governed_draw_s(frame_time: float, physics_s: float) -> float:
     """What the MSAA governor weighs for the previous frame, s: its draw (its duration
     less its physics) with the share of a frame the physics keeps however slow the draw
     (MIN_BUDGET_FRACTION), so MSAA stays on only while draw and physics together keep
-    MIN_FPS."""
+    the frame clock's target, MIN_FPS * FPS_MARGIN."""
     return max(frame_time - physics_s, 0.0) / (1.0 - MIN_BUDGET_FRACTION)
 
 
