@@ -296,6 +296,41 @@ def test_a_list_expected_to_stay_is_drawn_into_its_cache_at_once_with_the_same_p
         wnd.ctx.release()
 
 
+def test_solver_section_reads_out_at_the_refresh_rate_so_an_xpbd_panel_is_composited():
+    """With XPBD the Solver section shows the solver's figures; they are a live read-out
+    like the status lines, so between refreshes the running panel is composited."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+    from ropesim.app.readouts import READOUT_HZ
+
+    wnd = _OffscreenWindow((1280, 720))
+    renderer = ImguiRenderer(wnd)
+    wall = [0.0]
+    try:
+        controller = ViewerController(load("cloth"), wnd.size)
+        controller.set_integrator("xpbd")
+        panel = Panel(controller, clock=lambda: wall[0])
+
+        def running_frame() -> None:
+            controller.advance(FRAME)
+            wall[0] += FRAME
+            wnd.draw(renderer, panel.draw)
+
+        for _ in range(4):
+            running_frame()
+        period = round(1.0 / (READOUT_HZ * FRAME))
+        composited, lines = [], []
+        for _ in range(2 * period):
+            running_frame()
+            composited.append(all(c.cached_key is c.key for c in renderer._cached))
+            lines.append(panel.live.shown("solver"))
+        assert all("passes/step" in line for line in lines)
+        assert len(set(lines)) <= 3          # the figures change only at a refresh
+        assert sum(composited) >= 2 * (period - 2)
+    finally:
+        renderer.release()
+        wnd.ctx.release()
+
+
 def test_live_readouts_refresh_at_their_rate_at_once_on_a_state_change_and_say_when_kept():
     """LiveReadouts recomputes its values once a period of wall time (and at once when the
     state changes); a refresh counts as kept for the next frame only while frames come

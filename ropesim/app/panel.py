@@ -35,7 +35,7 @@ from .hotkeys import EDIT_HOTKEYS, HOTKEYS, MOUSE_HELP, TIMELINE_HOTKEYS
 from .layout import HELP_WIDTH, MARGIN, PANEL_WIDTH, UiLayout, collapsed_by_width
 from .parameters import SCALED, ParameterEditor
 from .readouts import LiveReadouts, draw_text_lines
-from .solver_panel import draw_solver_section, solver_section_shown
+from .solver_panel import draw_solver_section, solver_section_shown, solver_stats_line
 from .timeline_panel import EnergyBudgetPlot, TimelineSection
 from .wave_tools import WaveTools
 from .wind_panel import WindControls
@@ -170,7 +170,8 @@ class Panel:
                 self._simulation_controls()
             if solver_section_shown(c.sim) and imgui.collapsing_header(  # issue 14
                     "Solver", imgui.TreeNodeFlags_.default_open):
-                draw_solver_section(imgui, c.sim)
+                draw_solver_section(imgui, c.sim, self.live.get(
+                    "solver", lambda: solver_stats_line(c.sim)))
             if imgui.collapsing_header("Timeline", imgui.TreeNodeFlags_.default_open):
                 self.timeline.draw(self.controller, PANEL_WIDTH - 2 * MARGIN,  # issue 15
                                    self.live)

@@ -54,9 +54,10 @@ def solver_stats_line(sim: Simulation) -> str:
             f"{stats.total_iterations} passes in {stats.implicit_steps} steps")
 
 
-def draw_solver_section(imgui: Any, sim: Simulation) -> list[str]:
+def draw_solver_section(imgui: Any, sim: Simulation, stats_line: str | None = None) -> list[str]:
     """Build the section's widgets for the current integrator; returns their labels
-    (tests) and leaves a refusal message, if any, in the section."""
+    (tests) and leaves a refusal message, if any, in the section. ``stats_line``: the
+    solver figures as the panel's live read-outs last computed them (default: now)."""
     name, solver = sim.integrator, sim.integrator_object
     clamp = imgui.SliderFlags_.always_clamp  # typed values stay in the slider's range
     labels: list[str] = []
@@ -89,7 +90,7 @@ def draw_solver_section(imgui: Any, sim: Simulation) -> list[str]:
             value = INITIALISATIONS[index]
         if changed:
             refused = set_solver_setting(sim, key, value) or refused
-    imgui.text(solver_stats_line(sim))
+    imgui.text(solver_stats_line(sim) if stats_line is None else stats_line)
     if refused:
         imgui.text(refused)
     return labels
