@@ -331,6 +331,29 @@ def test_solver_section_reads_out_at_the_refresh_rate_so_an_xpbd_panel_is_compos
         wnd.ctx.release()
 
 
+def test_a_second_renderer_draws_with_its_own_imgui_context_while_the_first_lives():
+    """imgui.create_context leaves an older living context current: a renderer made while
+    another one lives (an earlier window in the same process) must still use its own, or
+    it would draw the old one's windows, focus and z-order."""
+    from ropesim.app.imgui_backend import ImguiRenderer
+
+    first_wnd, second_wnd = _OffscreenWindow((640, 360)), _OffscreenWindow((640, 360))
+    first = ImguiRenderer(first_wnd)
+    second = ImguiRenderer(second_wnd)
+    try:
+        assert second.io is not first.io            # not the first one's context's io
+        first_wnd.draw(first, lambda: None)
+        second_wnd.draw(second, lambda: None)
+        assert second.io is imgui.get_io()        # the second renderer's own context
+        first_wnd.draw(first, lambda: None)
+        assert first.io is imgui.get_io()
+    finally:
+        second.release()
+        first.release()
+        first_wnd.ctx.release()
+        second_wnd.ctx.release()
+
+
 def test_live_readouts_refresh_at_their_rate_at_once_on_a_state_change_and_say_when_kept():
     """LiveReadouts recomputes its values once a period of wall time (and at once when the
     state changes); a refresh counts as kept for the next frame only while frames come

@@ -195,6 +195,7 @@ class ImguiRenderer:
         self.ctx: moderngl.Context = wnd.ctx
         self.context = imgui.create_context()
         self.plot_context = implot.create_context()
+        self.make_current()   # create_context leaves an older, still living context current
         self.io = imgui.get_io()
         self.io.set_ini_filename("")   # no imgui.ini in the user's folder
         self.io.config_windows_move_from_title_bar_only = True
@@ -235,8 +236,15 @@ class ImguiRenderer:
         self.io.display_framebuffer_scale = imgui.ImVec2(bw / max(w, 1), bh / max(h, 1))
 
     # -- drawing ------------------------------------------------------------------------------
+    def make_current(self) -> None:
+        """Make this renderer's imgui and implot contexts the current ones (another
+        renderer in the same process, e.g. an earlier window's, may have left its own)."""
+        imgui.set_current_context(self.context)
+        implot.set_current_context(self.plot_context)
+
     def _frame(self, build: Callable[[], None], frame_time: float,
                finish: Callable[[], None]) -> None:
+        self.make_current()
         self.io.delta_time = max(float(frame_time), 1e-4)
         imgui.new_frame()
         try:
