@@ -113,7 +113,9 @@ def realtime_table(seconds: float, rounds: int = 3) -> list[dict]:
     sims = {}
     for name, grid in cases:
         sims[name, grid] = rs.Simulation(system, dt=DT, integrator=name, grid_kernels=grid)
-        sims[name, grid].step(24)  # compile or load, and let the parallel chooser time both (its first window is 20 calls)
+        # compile or load, and let the parallel chooser time both (its first window is
+        # 20 calls)
+        sims[name, grid].step(24)
     steps = dict.fromkeys(cases, 0)
     spent = dict.fromkeys(cases, 0.0)
     cpu = dict.fromkeys(cases, 0.0)

@@ -40,8 +40,8 @@ MIN_FPS = 30.0               # frames per s the budget keeps while the physics i
 FPS_MARGIN = 1.1             # it aims at MIN_FPS times this, so that a frame's jitter (whole
                              # steps, the buffer swap) leaves the frame rate above MIN_FPS
 MIN_BUDGET_FRACTION = 0.15   # share of the frame the physics keeps even below MIN_FPS
-GOVERNOR_FRAMES = 30         # frames in a row that switch the scene's MSAA off or on
-MSAA_HEADROOM = 0.45         # MSAA back on when a draw without it takes under this of 1/MIN_FPS
+GOVERNOR_FRAMES = 30         # frames whose median draw switches the scene's MSAA off or on
+MSAA_HEADROOM = 0.45         # MSAA back on when draws without it take under this of the target
 STEP_COST_FRAMES = 15        # frames whose ms per step the budget's median is taken over
 TIME_SCALES = (1 / 64, 4.0)  # slowest and fastest slow-motion factor (1: real time)
 
@@ -117,8 +117,8 @@ class FrameClock:
     def frame_rate_budget(self, frame_time: float) -> int:
         """Steps for physics that cannot keep real time: the time that keeps the frame
         rate at MIN_FPS * FPS_MARGIN (its frame less the draw, which is ``frame_time``
-        less the last frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and at most the
-        full budget, over the measured ms per step (at least 1). The full budget when
+        less the last frame's physics), at least ``MIN_BUDGET_FRACTION * frame_time`` and
+        at most the full budget, over the measured ms per step (at least 1). The full budget when
         the draw alone takes 1 / MIN_FPS or longer (yielding would not reach MIN_FPS)."""
         draw_s = max(frame_time - self._last_physics_s, 0.0)
         if draw_s >= 1.0 / MIN_FPS:
@@ -232,6 +232,5 @@ class SampleGovernor:
 
 
 __all__ = ["BUDGET_FRACTION", "FPS_MARGIN", "FPS_WINDOW", "FrameClock", "GOVERNOR_FRAMES",
-           "MAX_FRAME_TIME",
-           "MIN_BUDGET_FRACTION", "MIN_FPS", "MSAA_HEADROOM", "STEP_COST_FRAMES",
+           "MAX_FRAME_TIME", "MIN_BUDGET_FRACTION", "MIN_FPS", "MSAA_HEADROOM", "STEP_COST_FRAMES",
            "SampleGovernor", "TIME_SCALES"]

@@ -136,8 +136,8 @@ class Chooser:
     0 (False) times each version in one block of ``probe + 1`` calls.
 
     A window ends early when one call of a version takes more than HOPELESS x the other's
-    time in the window. The next window opens ``interval`` seconds later; the interval doubles, up to
-    ``max_interval``, each time a window confirms the choice by a clear margin
+    time in the window. The next window opens ``interval`` seconds later; the interval
+    doubles, up to ``max_interval``, each time a window confirms the choice by a clear margin
     (CLEAR_MARGIN), and starts over after a close call. A pick the last window made
     (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
     window on a busy machine then costs a few calls, not seconds of the slower version.

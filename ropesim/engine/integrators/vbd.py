@@ -42,11 +42,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.grid import grid_layout
-from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.grid_vbd import (add_spring, chebyshev_accelerate, grid_colour_pattern,
                                 grid_scratch, grid_vertex_colouring, inertia_block,
                                 newton_move, summed, vbd_grid_sweeps,
                                 vbd_grid_sweeps_parallel)
+from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State

@@ -3,8 +3,9 @@
 On a grid cloth (kernels.grid.grid_layout) the implicit step uses an aggregation multigrid
 cycle as the preconditioner: Jacobi's ~500 iterations for a stiff cloth at dt = 1/60
 become ~13. Level l + 1 merges 2 x 2 nodes of level l (2 x 1 along a side shorter than
-4 nodes: a rope is a 1 x n grid; piecewise-constant prolongation P); its operator is the Galerkin product P^T A_l P, which for a
-"mass + spring-Laplacian" operator is again one: the node blocks are summed, the edge
+4 nodes: a rope is a 1 x n grid; piecewise-constant prolongation P); its operator is
+the Galerkin product P^T A_l P, which for a "mass + spring-Laplacian" operator is
+again one: the node blocks are summed, the edge
 blocks of the edges between two aggregates are summed into a coarse edge, edges inside
 an aggregate drop out, and an edge to a fixed node is added to the free end's node
 block. The smoother is block-Jacobi (3 x 3 node blocks, weight omega) before and after
@@ -34,10 +35,9 @@ def _sorted_pairs(first: np.ndarray, second: np.ndarray) -> list[tuple[int, int]
     sorted(set(zip(first, second))), without a Python loop over the elements)."""
     if first.size == 0:
         return []
-    low = int(second.min())
+    base, low = int(first.min()), int(second.min())
     span = int(second.max()) - low + 1
-    keys = np.unique((first.astype(np.int64) - int(first.min())) * span + (second - low))
-    base = int(first.min())
+    keys = np.unique((first.astype(np.int64) - base) * span + (second - low))
     return [(int(k // span) + base, int(k % span) + low) for k in keys]
 
 
