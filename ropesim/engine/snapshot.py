@@ -14,7 +14,8 @@ and both dtypes (tests/test_snapshot.py). A SimState holds:
 - the live parameters: the user's stiffness (N/m) and damping (N*s/m) (broken springs
   get 0 from them on restore), rest lengths (m), masses (kg) and inverse masses (1/kg),
   gravity (m/s^2), drag (1/s), dt (s), substeps, contacts, max_speed (m/s), the CG
-  settings, whether gravity and drag act, and the attached forces with a copy of each
+  settings, whether gravity and drag act, the self-collision settings (on / off,
+  thickness (m), friction between layers), and the attached forces with a copy of each
   one's attributes (arrays copied: e.g. a Wind's air velocity and gusts);
 - the integrator's name, its warm data and settings (``Integrator.save_warm``) and a
   copy of its solver statistics;
@@ -125,6 +126,9 @@ class SimState:
     substeps: int
     contacts: tuple[Contact, ...]
     max_speed: float  # m/s
+    self_collision: bool
+    thickness: float  # m, the self-collision distance
+    self_friction: float  # friction coefficient between layers
     cg_tolerance: float
     cg_max_iterations: int
     integrator: str
@@ -222,6 +226,8 @@ def capture(sim: Any, previous: SimState | None = None) -> SimState:
         gravity_on=model.gravity_on, drag_on=model.drag_on,
         forces=tuple((force, _force_attributes(force, previous)) for force in model.forces),
         dt=sim.dt, substeps=sim.substeps, contacts=sim.contacts, max_speed=sim.max_speed,
+        self_collision=sim.self_collision, thickness=sim.thickness,
+        self_friction=sim.self_friction,
         cg_tolerance=model.cg_tolerance, cg_max_iterations=model.cg_max_iterations,
         integrator=integrator.name, warm=_frozen_value(dict(integrator.save_warm())),
         stats=dataclasses.replace(integrator.stats),
@@ -297,6 +303,9 @@ def restore(sim: Any, state: SimState) -> None:
             kept is not now for kept, now in zip(state.contacts, current)):
         sim.contacts = state.contacts  # packed again only on a change (meshes are costly)
     sim.max_speed = state.max_speed
+    sim.self_collision = state.self_collision
+    sim.thickness = state.thickness
+    sim.self_friction = state.self_friction
     if state.integrator != sim.integrator:
         sim.integrator = state.integrator
     integrator = sim._integrator
