@@ -643,3 +643,53 @@ def test_collider_scenes_load_step_and_draw_their_colliders(name):
         drawn.append(np.asarray(frame, dtype=float))
     changed = np.abs(drawn[0] - drawn[1]).max(axis=-1) > 30
     assert changed.mean() > 0.005  # the colliders cover part of the picture (the rod ~1 %)
+
+
+# --- rope segments: swept against thin colliders, and their broad phase ------------------
+def _thin_collider(kind):
+    """A collider 1 cm thick across x = 0, narrower than a 10 cm rope spacing."""
+    if kind == "box":
+        return rs.Box(center=(0.0, 0.0, 0.0), size=(0.01, 0.01, 0.6), friction=0.3)
+    if kind == "capsule":
+        return rs.Capsule((0.0, 0.0, -0.3), (0.0, 0.0, 0.3), 0.005, friction=0.3)
+    vertices = np.array([[-0.005, 0.0, -0.3], [0.005, 0.0, -0.3], [0.005, 0.0, 0.3],
+                         [-0.005, 0.0, 0.3]])  # an open ribbon 1 cm wide, 1 cm thick
+    return rs.Mesh(vertices, np.array([[0, 1, 2], [0, 2, 3]]), thickness=0.01, friction=0.3)
+
+
+@pytest.mark.parametrize("kind", ["box", "capsule", "mesh"])
+def test_a_rope_flung_at_30_m_per_s_does_not_pass_a_thin_collider_between_its_particles(kind):
+    # particles at x = +-0.05, +-0.15: the collider lies between the middle two, which
+    # pass beside it; 3 cm a step, so the segment's end positions never meet the 1 cm
+    # collider (the test at the end of the step alone lets it through)
+    rope = rs.rope(4, 0.3, pins="none", origin=(-0.15, 0.1, 0.0))
+    rope.velocities[:] = (0.0, -30.0, 0.0)
+    sim = rs.Simulation(rope, dt=DT, gravity=(0, 0, 0), contacts=[_thin_collider(kind)])
+    for _ in range(10):
+        sim.step(1)
+        middle = 0.5 * (sim.positions[1] + sim.positions[2])  # the segment's point at x = 0
+        assert middle[1] > 0.005 - 1e-4, (sim.step_count, middle)
+    # stopped on the side it came from: the middle segment rests on the collider, the
+    # ends fold on past it
+    assert abs(sim.velocities[1:3, 1]).max() < 30.0 * 0.6
+    assert sim.positions[[0, 3], 1].max() < middle[1]
+
+
+def test_rope_segments_broad_phase_changes_nothing_and_culls_far_colliders():
+    """A rope heaped on a box among colliders far from it: the same bits with the broad
+    phase on and off."""
+    table = rs.Box(center=(0.0, -0.05, 0.0), size=(0.6, 0.1, 0.6), friction=0.6)
+    far = [rs.Box(center=(2.0 + k, 0.0, 0.0), size=(0.3, 0.3, 0.3)) for k in range(3)]
+    far += [rs.Capsule((-2.0, 0.0, 0.0), (-2.0, 1.0, 0.0), 0.1),
+            rs.Mesh(*_sheet(half=0.5, n=2), thickness=0.02, center=(0.0, 2.0, 0.0))]
+    runs = []
+    for broad_phase in (True, False):
+        rope = rs.rope(40, 1.6, pins="none", origin=(0.0, 0.9, 0.0),
+                       direction=(0.1, -1.0, 0.05))
+        sim = rs.Simulation(rope, dt=DT, contacts=[table, *far])
+        sim._contact_set.broad_phase = broad_phase
+        sim.step(600)
+        runs.append(sim)
+    assert runs[0].positions[:, 1].max() < 0.3  # heaped on the table
+    np.testing.assert_array_equal(runs[0].positions, runs[1].positions)
+    np.testing.assert_array_equal(runs[0].velocities, runs[1].velocities)

@@ -207,6 +207,9 @@ class ContactSet:
         self._bounds = np.zeros((len(rows), 13))  # the broad phase's collider boxes
         self._near = np.zeros(len(rows), dtype=np.bool_)
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
+        #: whether the kernel skips colliders far from a block of particles or a rope
+        #: segment (off: every one is tested, with the same results, slower)
+        self.broad_phase = True
         # table row of each contact index (-1: a ground or a sphere)
         self._row_of = []
         row = 0
@@ -240,7 +243,8 @@ class ContactSet:
                                 self.boxes, self.links, self.triangles, self.grids,
                                 self.distances, self.segments, self.jumps, self._poses,
                                 self._motion, self._scratch, self._segment_scratch,
-                                self._bounds, self._near, self._stack, time, dt, planar)
+                                self._bounds, self._near, self._stack, time, dt, planar,
+                                self.broad_phase)
 
     def repose(self, index: int, old: Collider, collider: Collider, time: float,
                over: float = 0.0) -> None:

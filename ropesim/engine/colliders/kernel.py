@@ -405,14 +405,21 @@ def _box_depth(e, ax, ay, az, dx, dy, dz, s):
 @njit(cache=True)
 def _segment_in_box(e, ax, ay, az, bx, by, bz):
     """(s, depth): the point a + s (b - a) of a segment deepest inside a box of half
-    extents e, and its depth (m; <= 0: the segment misses the box). The depth along a
-    segment is concave, so a golden-section search finds its maximum."""
+    extents e, and its depth (m; <= 0: the segment misses the box)."""
     for k in range(3):  # both ends beyond the same face: no contact
         lo = ax if k == 0 else (ay if k == 1 else az)
         hi = bx if k == 0 else (by if k == 1 else bz)
         if (lo >= e[k] and hi >= e[k]) or (lo <= -e[k] and hi <= -e[k]):
             return 0.0, -1.0
-    dx, dy, dz = bx - ax, by - ay, bz - az
+    return _deepest_in_box(e, ax, ay, az, bx - ax, by - ay, bz - az)
+
+
+@njit(cache=True)
+def _deepest_in_box(e, ax, ay, az, dx, dy, dz):
+    """(s, depth): the maximum over s in 0..1 of the depth (_box_depth) of a + s d in a box
+    of half extents e. The depth along a segment is concave, so a golden-section search
+    finds it; outside the box, -depth (the largest |p_k| - e_k) is a lower bound on the
+    distance (m) to the box."""
     lo, hi = 0.0, 1.0
     ratio = 0.6180339887498949
     m1 = hi - ratio * (hi - lo)
@@ -515,17 +522,169 @@ def _segment_mesh(a, b, a0, b0, h, closed, boxes, links, triangles, grid, distan
     return s, hi, nx, ny, nz
 
 
+#: Conservative-advancement iterations of a swept rope segment (_first_touch), and how
+#: near (in the collider's thinnest half extents, _thinnest) counts as touching.
+ADVANCE_STEPS = 32
+ADVANCE_TOLERANCE = 0.01
+
+
+@njit(cache=True, inline="always")
+def _thinnest(row):
+    """A collider's thinnest half extent (m): a box's smallest half edge, a capsule's
+    radius, a mesh's thickness / 2 (the table row's, SKIN included)."""
+    kind = int(row[KIND])
+    if kind == BOX:
+        return min(row[P0], row[P0 + 1], row[P0 + 2])
+    return row[P1] if kind == CAPSULE else row[P0]
+
+
+@njit(cache=True)
+def _segment_gap(row, px, py, pz, dx, dy, dz, limit, boxes, links, triangles, stack):
+    """(gap m, s, nx, ny, nz, inside) in the collider's frame: a lower bound on how far the
+    segment p + s d stays off the collider's surface (a mesh's: thickness / 2 off its
+    triangles; < 0: it reaches in), its point a + s d nearest to it, the surface's outward
+    normal there and, for a closed mesh, whether that point is inside. A mesh farther
+    than ``limit`` (m) gives an infinite gap."""
+    kind = int(row[KIND])
+    nx = ny = nz = 0.0
+    if kind == BOX:
+        e = row[P0:P0 + 3]
+        s, depth = _deepest_in_box(e, px, py, pz, dx, dy, dz)
+        q0, q1, q2 = px + s * dx, py + s * dy, pz + s * dz
+        o0, o1, o2 = abs(q0) - e[0], abs(q1) - e[1], abs(q2) - e[2]
+        if o0 >= o1 and o0 >= o2:
+            nx = 1.0 if q0 >= 0.0 else -1.0
+        elif o1 >= o2:
+            ny = 1.0 if q1 >= 0.0 else -1.0
+        else:
+            nz = 1.0 if q2 >= 0.0 else -1.0
+        return -depth, s, nx, ny, nz, False
+    if kind == CAPSULE:
+        half, radius = row[P0], row[P1]
+        s, t = segment_params(px, py, pz, dx, dy, dz, -half, 0.0, 0.0, 2.0 * half, 0.0, 0.0)
+        rx, ry, rz = px + s * dx - half * (2.0 * t - 1.0), py + s * dy, pz + s * dz
+        dist = np.sqrt(rx * rx + ry * ry + rz * rz)
+        if dist < 1e-12:
+            return -radius, s, 0.0, 1.0, 0.0, False
+        return dist - radius, s, rx / dist, ry / dist, rz / dist, False
+    h = row[P0]
+    d2, s, qx, qy, qz, tri, f = closest_to_segment(px, py, pz, dx, dy, dz, limit * limit,
+                                                   boxes, links, triangles, stack)
+    if tri < 0:
+        return np.inf, 0.0, 0.0, 0.0, 0.0, False
+    rx, ry, rz = px + s * dx - qx, py + s * dy - qy, pz + s * dz - qz
+    dist = np.sqrt(d2)
+    if dist < 1e-12:
+        return -h, s, 0.0, 0.0, 0.0, False
+    t = triangles[tri]
+    inside = row[CLOSED] != 0.0 and rx * t[f] + ry * t[f + 1] + rz * t[f + 2] < 0.0
+    return dist - h, s, rx / dist, ry / dist, rz / dist, inside
+
+
+@njit(cache=True)
+def _first_touch(row, a0, b0, a1, b1, boxes, links, triangles, stack):
+    """(touched, s, nx, ny, nz, plane) in the collider's frame: whether a rope segment
+    whose ends move linearly from a0, b0 to a1, b1 over the step comes onto the
+    collider's surface, its point a + s (b - a) that does first, the outward normal
+    there and the tangent plane {p: p . n = plane} (m) it must not pass. Conservative
+    advancement: no point of the segment moves faster than its faster end (``speed``, m
+    a step), so the segment cannot touch before it has gone its gap (_segment_gap, a lower
+    bound) further. A segment already in the collider at the start, or one that does not
+    reach it over the step, is not touched (the test at the end of the step takes it)."""
+    speed = np.sqrt(max((a1[0] - a0[0]) ** 2 + (a1[1] - a0[1]) ** 2 + (a1[2] - a0[2]) ** 2,
+                        (b1[0] - b0[0]) ** 2 + (b1[1] - b0[1]) ** 2 + (b1[2] - b0[2]) ** 2))
+    thin = _thinnest(row)
+    tolerance = ADVANCE_TOLERANCE * thin
+    t = 0.0
+    gap = s = nx = ny = nz = 0.0
+    for _ in range(ADVANCE_STEPS):
+        px = a0[0] + t * (a1[0] - a0[0])
+        py = a0[1] + t * (a1[1] - a0[1])
+        pz = a0[2] + t * (a1[2] - a0[2])
+        dx = b0[0] + t * (b1[0] - b0[0]) - px
+        dy = b0[1] + t * (b1[1] - b0[1]) - py
+        dz = b0[2] + t * (b1[2] - b0[2]) - pz
+        reach = speed * (1.0 - t) + thin + tolerance
+        gap, s, nx, ny, nz, inside = _segment_gap(row, px, py, pz, dx, dy, dz, reach, boxes,
+                                                  links, triangles, stack)
+        if t == 0.0 and (gap < -tolerance or inside):
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0
+        if gap <= tolerance:
+            break
+        t += gap / speed
+        if t > 1.0:
+            return False, 0.0, 0.0, 0.0, 0.0, 0.0
+    plane = (px + s * dx) * nx + (py + s * dy) * ny + (pz + s * dz) * nz - gap
+    return True, s, nx, ny, nz, plane
+
+
+@njit(cache=True)
+def _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion, friction, planar):
+    """Move the point a + s (b - a) of the rope segment of particles i, j out by depth (m)
+    along the normal n (the collider's frame at ``pose``), the correction shared by the
+    two particles by their inverse masses wi, wj (1/kg) and weights on that point; remove
+    the point's inward velocity relative to the surface (``motion``: the collider's
+    velocity and spin) and apply Coulomb ``friction`` to its tangential part, shared the
+    same way. Returns whether it moved (False: both weights are 0)."""
+    nx, ny, nz = _rotate(pose, nx, ny, nz)
+    if planar:
+        nz = 0.0
+    # move the point a + s (b - a) out by depth: particle i by (1 - s) wi lam n,
+    # j by s wj lam n, with lam = depth / ((1 - s)^2 wi + s^2 wj)
+    ui, uj = (1.0 - s) * wi, s * wj
+    weight = (1.0 - s) * ui + s * uj
+    if weight <= 0.0:
+        return False
+    lam = depth / weight
+    x[i, 0] += ui * lam * nx
+    x[i, 1] += ui * lam * ny
+    x[i, 2] += ui * lam * nz
+    x[j, 0] += uj * lam * nx
+    x[j, 1] += uj * lam * ny
+    x[j, 2] += uj * lam * nz
+    px = (1.0 - s) * x[i, 0] + s * x[j, 0]
+    py = (1.0 - s) * x[i, 1] + s * x[j, 1]
+    pz = (1.0 - s) * x[i, 2] + s * x[j, 2]
+    sx, sy, sz = _surface_velocity(motion, px - pose[0], py - pose[1], pz - pose[2])
+    rvx = (1.0 - s) * v[i, 0] + s * v[j, 0] - sx
+    rvy = (1.0 - s) * v[i, 1] + s * v[j, 1] - sy
+    rvz = (1.0 - s) * v[i, 2] + s * v[j, 2] - sz
+    vn = rvx * nx + rvy * ny + rvz * nz
+    if vn >= 0.0:
+        return True
+    tx, ty, tz = rvx - vn * nx, rvy - vn * ny, rvz - vn * nz
+    tangential = np.sqrt(tx * tx + ty * ty + tz * tz)
+    keep = 1.0
+    if tangential > 0.0:
+        keep = max(0.0, 1.0 - friction * (-vn) / tangential)
+    # the point's velocity change, shared like the position correction
+    gx = (-vn * nx - (1.0 - keep) * tx) / weight
+    gy = (-vn * ny - (1.0 - keep) * ty) / weight
+    gz = (-vn * nz - (1.0 - keep) * tz) / weight
+    v[i, 0] += ui * gx
+    v[i, 1] += ui * gy
+    v[j, 0] += uj * gx
+    v[j, 1] += uj * gy
+    if not planar:
+        v[i, 2] += ui * gz
+        v[j, 2] += uj * gz
+    return True
+
+
 @njit(cache=True)
 def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes, links,
-                      triangles, grids, distances, poses, motion, stack, scratch, planar):
-    """Rope segments (particle pairs) against boxes, capsules and meshes, at their poses
-    after the step: a segment that a collider pokes through between its two particles (a
-    thin rod, a box edge or a mesh ridge narrower than the spacing) is pushed out at its
-    deepest point (a mesh: _segment_mesh), the correction shared by the two particles by
-    their inverse masses and their weights on that point; the point's inward velocity
-    relative to the surface is removed and Coulomb friction applied to its tangential
-    part. ``scratch`` (15,) holds the segment's ends in a mesh's frame. Returns how many
-    segments touched."""
+                      triangles, grids, distances, poses, motion, bounds, broad_phase, stack,
+                      scratch, planar):
+    """Rope segments (particle pairs) against boxes, capsules and meshes. A segment whose
+    ends move (relative to the collider) more than SHORT_STEP times its thinnest half
+    extent is swept first (_first_touch): one that comes onto it during the step is put
+    back on the tangent plane where it touched, on the side it came from. Then, at the
+    colliders' poses after the step, a segment that a collider pokes through between its
+    two particles (a thin rod, a box edge or a mesh ridge narrower than the spacing) is
+    pushed out at its deepest point (a mesh: _segment_mesh). Each push is shared by the
+    two particles (_push_segment). With ``broad_phase``, a collider is tested only against
+    the segments whose motion's box comes near it (_segment_near). ``scratch`` (15,)
+    holds the segment's ends in the collider's frame. Returns how many pushes were made."""
     touching = 0
     a, b, a0, b0, probe = (scratch[0:3], scratch[3:6], scratch[6:9], scratch[9:12],
                            scratch[12:15])
@@ -533,29 +692,47 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes
         row = colliders[c]
         kind = int(row[KIND])
         pose = poses[c, 1]
+        before = poses[c, 0]
+        short = SHORT_STEP * _thinnest(row)
+        if kind == MESH:
+            m = int(row[MESH_INDEX])
+            n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
+            g0 = meshes[m, 4]
+            g1 = g0 + int(grids[m, 4] * grids[m, 5] * grids[m, 6])
+        else:
+            m = n0 = nn = t0 = tn = g0 = g1 = 0
+        bvh_boxes, bvh_links, bvh_triangles = boxes[n0:n0 + nn], links[n0:n0 + nn], triangles[
+            t0:t0 + tn]
         for k in range(segments.shape[0]):
             i, j = segments[k, 0], segments[k, 1]
             wi, wj = inv_mass[i], inv_mass[j]
             if wi == 0.0 and wj == 0.0:
                 continue
-            ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
-            bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
+            if broad_phase and not _segment_near(x, x_prev, i, j, bounds, c):
+                continue
+            a[0], a[1], a[2] = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
+            b[0], b[1], b[2] = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
+            a0[0], a0[1], a0[2] = _to_local(before, x_prev[i, 0], x_prev[i, 1], x_prev[i, 2])
+            b0[0], b0[1], b0[2] = _to_local(before, x_prev[j, 0], x_prev[j, 1], x_prev[j, 2])
+            if max((a[0] - a0[0]) ** 2 + (a[1] - a0[1]) ** 2 + (a[2] - a0[2]) ** 2,
+                   (b[0] - b0[0]) ** 2 + (b[1] - b0[1]) ** 2 + (b[2] - b0[2]) ** 2) > short ** 2:
+                hit, s, nx, ny, nz, plane = _first_touch(row, a0, b0, a, b, bvh_boxes,
+                                                         bvh_links, bvh_triangles, stack)
+                if hit:
+                    depth = plane - ((a[0] + s * (b[0] - a[0])) * nx
+                                     + (a[1] + s * (b[1] - a[1])) * ny
+                                     + (a[2] + s * (b[2] - a[2])) * nz)
+                    if depth > 0.0 and _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny,
+                                                     nz, pose, motion[c], row[FRICTION],
+                                                     planar):
+                        touching += 1
+                        a[0], a[1], a[2] = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
+                        b[0], b[1], b[2] = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
+            ax, ay, az, bx, by, bz = a[0], a[1], a[2], b[0], b[1], b[2]
             if kind == MESH:
-                m = int(row[MESH_INDEX])
-                n0, nn, t0, tn = meshes[m, 0], meshes[m, 1], meshes[m, 2], meshes[m, 3]
-                g0 = meshes[m, 4]
-                g1 = g0 + int(grids[m, 4] * grids[m, 5] * grids[m, 6])
-                a[0], a[1], a[2] = ax, ay, az
-                b[0], b[1], b[2] = bx, by, bz
-                before = poses[c, 0]
-                a0[0], a0[1], a0[2] = _to_local(before, x_prev[i, 0], x_prev[i, 1],
-                                                x_prev[i, 2])
-                b0[0], b0[1], b0[2] = _to_local(before, x_prev[j, 0], x_prev[j, 1],
-                                                x_prev[j, 2])
                 s, depth, nx, ny, nz = _segment_mesh(
-                    a, b, a0, b0, row[P0], row[CLOSED] != 0.0, boxes[n0:n0 + nn],
-                    links[n0:n0 + nn], triangles[t0:t0 + tn], grids[m], distances[g0:g1],
-                    stack, probe)
+                    a, b, a0, b0, row[P0], row[CLOSED] != 0.0, bvh_boxes, bvh_links,
+                    bvh_triangles, grids[m], distances[g0:g1], stack, probe)
                 if depth <= 0.0:
                     continue
             elif kind == BOX:
@@ -584,49 +761,9 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes
                 if dist < 1e-12:  # through the axis: out sideways
                     rx, ry, rz, dist = 0.0, 1.0, 0.0, 1.0
                 nx, ny, nz = rx / dist, ry / dist, rz / dist
-            nx, ny, nz = _rotate(pose, nx, ny, nz)
-            if planar:
-                nz = 0.0
-            # move the point a + s (b - a) out by depth: particle i by (1 - s) wi lam n,
-            # j by s wj lam n, with lam = depth / ((1 - s)^2 wi + s^2 wj)
-            ui, uj = (1.0 - s) * wi, s * wj
-            weight = (1.0 - s) * ui + s * uj
-            if weight <= 0.0:
-                continue
-            lam = depth / weight
-            x[i, 0] += ui * lam * nx
-            x[i, 1] += ui * lam * ny
-            x[i, 2] += ui * lam * nz
-            x[j, 0] += uj * lam * nx
-            x[j, 1] += uj * lam * ny
-            x[j, 2] += uj * lam * nz
-            px = (1.0 - s) * x[i, 0] + s * x[j, 0]
-            py = (1.0 - s) * x[i, 1] + s * x[j, 1]
-            pz = (1.0 - s) * x[i, 2] + s * x[j, 2]
-            sx, sy, sz = _surface_velocity(motion[c], px - pose[0], py - pose[1], pz - pose[2])
-            rvx = (1.0 - s) * v[i, 0] + s * v[j, 0] - sx
-            rvy = (1.0 - s) * v[i, 1] + s * v[j, 1] - sy
-            rvz = (1.0 - s) * v[i, 2] + s * v[j, 2] - sz
-            vn = rvx * nx + rvy * ny + rvz * nz
-            touching += 1
-            if vn >= 0.0:
-                continue
-            tx, ty, tz = rvx - vn * nx, rvy - vn * ny, rvz - vn * nz
-            tangential = np.sqrt(tx * tx + ty * ty + tz * tz)
-            keep = 1.0
-            if tangential > 0.0:
-                keep = max(0.0, 1.0 - row[FRICTION] * (-vn) / tangential)
-            # the point's velocity change, shared like the position correction
-            gx = (-vn * nx - (1.0 - keep) * tx) / weight
-            gy = (-vn * ny - (1.0 - keep) * ty) / weight
-            gz = (-vn * nz - (1.0 - keep) * tz) / weight
-            v[i, 0] += ui * gx
-            v[i, 1] += ui * gy
-            v[j, 0] += uj * gx
-            v[j, 1] += uj * gy
-            if not planar:
-                v[i, 2] += ui * gz
-                v[j, 2] += uj * gz
+            if _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion[c],
+                             row[FRICTION], planar):
+                touching += 1
     return touching
 
 
@@ -677,11 +814,7 @@ def _collider_bounds(colliders, meshes, boxes, poses, bounds):
 @njit(cache=True)
 def _block_near(x, x_prev, start, stop, bounds, near):
     """near[c] = whether collider c may touch a particle start..stop-1 that no other
-    obstacle moved. Seen from the collider standing at its pose before the step, a
-    particle goes from x_prev to x less the collider's shift and turned back about its
-    centre after the step by the step's angle (which moves it at most angle times its
-    distance from that centre), so the block's box of x_prev and x, stretched by minus
-    the shift and grown by that bound, must meet the collider's box (_collider_bounds)."""
+    obstacle moved (_box_near of the block's box of x_prev and x)."""
     lx = ly = lz = np.inf
     hx = hy = hz = -np.inf
     for i in range(start, stop):
@@ -692,30 +825,53 @@ def _block_near(x, x_prev, start, stop, bounds, near):
         hy = max(hy, x[i, 1], x_prev[i, 1])
         hz = max(hz, x[i, 2], x_prev[i, 2])
     for c in range(bounds.shape[0]):
-        grow = 0.0
-        if bounds[c, 9] != 0.0:  # the farthest corner of the block's box from the centre
-            far = 0.0
-            for k in range(3):
-                lo = lx if k == 0 else (ly if k == 1 else lz)
-                hi = hx if k == 0 else (hy if k == 1 else hz)
-                far += max(abs(lo - bounds[c, 10 + k]), abs(hi - bounds[c, 10 + k])) ** 2
-            grow = bounds[c, 9] * np.sqrt(far) * (1.0 + 1e-9)
-        meets = True
+        near[c] = _box_near(lx, ly, lz, hx, hy, hz, bounds, c)
+
+
+@njit(cache=True, inline="always")
+def _segment_near(x, x_prev, i, j, bounds, c):
+    """Whether collider c may touch the rope segment of particles i, j over the step
+    (_box_near of the box of both ends before and after it)."""
+    return _box_near(min(x[i, 0], x_prev[i, 0], x[j, 0], x_prev[j, 0]),
+                     min(x[i, 1], x_prev[i, 1], x[j, 1], x_prev[j, 1]),
+                     min(x[i, 2], x_prev[i, 2], x[j, 2], x_prev[j, 2]),
+                     max(x[i, 0], x_prev[i, 0], x[j, 0], x_prev[j, 0]),
+                     max(x[i, 1], x_prev[i, 1], x[j, 1], x_prev[j, 1]),
+                     max(x[i, 2], x_prev[i, 2], x[j, 2], x_prev[j, 2]), bounds, c)
+
+
+@njit(cache=True, inline="always")
+def _box_near(lx, ly, lz, hx, hy, hz, bounds, c):
+    """Whether collider c may come near points that move within the box [l, h] (m) over
+    the step. Seen from the collider standing at its pose before the step, a point goes
+    from where it was to where it is less the collider's shift and turned back about its
+    centre after the step by the step's angle (which moves it at most angle times its
+    distance from that centre), so the box, stretched by minus the shift and grown by
+    that bound, must meet the collider's box (_collider_bounds)."""
+    grow = 0.0
+    if bounds[c, 9] != 0.0:  # the farthest corner of the box from the centre
+        far = 0.0
         for k in range(3):
             lo = lx if k == 0 else (ly if k == 1 else lz)
             hi = hx if k == 0 else (hy if k == 1 else hz)
-            shift = bounds[c, 6 + k]
-            if (lo + min(-shift, 0.0) - grow > bounds[c, 3 + k]
-                    or hi + max(-shift, 0.0) + grow < bounds[c, k]):
-                meets = False
-        near[c] = meets
+            far += max(abs(lo - bounds[c, 10 + k]), abs(hi - bounds[c, 10 + k])) ** 2
+        grow = bounds[c, 9] * np.sqrt(far) * (1.0 + 1e-9)
+    meets = True
+    for k in range(3):
+        lo = lx if k == 0 else (ly if k == 1 else lz)
+        hi = hx if k == 0 else (hy if k == 1 else hz)
+        shift = bounds[c, 6 + k]
+        if (lo + min(-shift, 0.0) - grow > bounds[c, 3 + k]
+                or hi + max(-shift, 0.0) + grow < bounds[c, k]):
+            meets = False
+    return meets
 
 
 @njit(cache=True)
 def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders, meshes,
                      boxes, links, triangles, grids, distances, segments, jumps, poses,
                      motion, scratch, segment_scratch, bounds, near, stack, time, dt,
-                     planar):
+                     planar, broad_phase):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
     ``x_prev``: the positions before the step (m); ``inv_mass`` (n,) 1/kg (0: fixed);
@@ -726,9 +882,11 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
     ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
     ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 13),
     ``near`` (k,) and ``stack`` scratch; ``time`` (s) the time at the start of the step
-    of ``dt`` (s). The broad phase: per block of BLOCK particles, only the colliders that
-    come near the block over the step (_block_near) are tested against its particles
-    (every collider against a particle another obstacle has moved).
+    of ``dt`` (s). The broad phase (``broad_phase``; off, every collider is tested
+    against every particle and segment, with the same results): per block of BLOCK
+    particles, only the colliders that come near the block over the step (_block_near)
+    are tested against its particles (every collider against a particle another obstacle
+    has moved), and only the segments whose motion comes near a collider against it.
     """
     _step_poses(colliders, jumps, time, dt, poses, motion, scratch[12:24])
     _collider_bounds(colliders, meshes, boxes, poses, bounds)
@@ -736,8 +894,9 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
     p1 = scratch[3:6]
     out = scratch[6:12]
     touching = 0
+    near[:] = True
     for i in range(x.shape[0]):
-        if i % BLOCK == 0 and colliders.shape[0] > 0:
+        if i % BLOCK == 0 and colliders.shape[0] > 0 and broad_phase:
             _block_near(x, x_prev, i, min(i + BLOCK, x.shape[0]), bounds, near)
         if fixed[i]:
             continue
@@ -811,5 +970,6 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
     if segments.shape[0] > 0:
         touching += _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes,
                                       boxes, links, triangles, grids, distances, poses,
-                                      motion, stack, segment_scratch, planar)
+                                      motion, bounds, broad_phase, stack, segment_scratch,
+                                      planar)
     return touching
