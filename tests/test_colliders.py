@@ -677,19 +677,27 @@ def test_a_rope_flung_at_30_m_per_s_does_not_pass_a_thin_collider_between_its_pa
 
 def test_rope_segments_broad_phase_changes_nothing_and_culls_far_colliders():
     """A rope heaped on a box among colliders far from it: the same bits with the broad
-    phase on and off."""
+    phase on and off, and the far colliders are culled for every segment."""
+    from ropesim.engine.colliders.kernel import _segment_near
+
     table = rs.Box(center=(0.0, -0.05, 0.0), size=(0.6, 0.1, 0.6), friction=0.6)
     far = [rs.Box(center=(2.0 + k, 0.0, 0.0), size=(0.3, 0.3, 0.3)) for k in range(3)]
     far += [rs.Capsule((-2.0, 0.0, 0.0), (-2.0, 1.0, 0.0), 0.1),
             rs.Mesh(*_sheet(half=0.5, n=2), thickness=0.02, center=(0.0, 2.0, 0.0))]
     runs = []
     for broad_phase in (True, False):
-        rope = rs.rope(40, 1.6, pins="none", origin=(0.0, 0.9, 0.0),
+        rope = rs.rope(40, 1.0, pins="none", origin=(0.0, 1.1, 0.0),
                        direction=(0.1, -1.0, 0.05))
         sim = rs.Simulation(rope, dt=DT, contacts=[table, *far])
         sim._contact_set.broad_phase = broad_phase
         sim.step(600)
         runs.append(sim)
-    assert runs[0].positions[:, 1].max() < 0.3  # heaped on the table
+    y = runs[0].positions[:, 1]
+    assert y.max() < 0.3 and y.min() > -0.01  # heaped on the table
     np.testing.assert_array_equal(runs[0].positions, runs[1].positions)
     np.testing.assert_array_equal(runs[0].velocities, runs[1].velocities)
+    contact_set = runs[0]._contact_set
+    x, x_prev = runs[0]._x, contact_set.x_prev  # the last step's motion and bounds
+    verdicts = [[_segment_near(x, x_prev, i, j, contact_set._bounds, c)
+                 for i, j in contact_set.segments] for c in range(1 + len(far))]
+    assert any(verdicts[0]) and not any(any(v) for v in verdicts[1:])
