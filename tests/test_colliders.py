@@ -9,6 +9,7 @@ import pytest
 
 import ropesim as rs
 from ropesim.engine.colliders import posed_at, rotation_matrix
+from ropesim.io.scenes import parse_value
 
 trimesh = pytest.importorskip("trimesh")
 
@@ -701,3 +702,74 @@ def test_rope_segments_broad_phase_changes_nothing_and_culls_far_colliders():
     verdicts = [[_segment_near(x, x_prev, i, j, contact_set._bounds, c)
                  for i, j in contact_set.segments] for c in range(1 + len(far))]
     assert any(verdicts[0]) and not any(any(v) for v in verdicts[1:])
+
+
+# --- collider margins: a cloth keeps off a box by a contact offset -------------------------
+def test_a_cloth_rests_a_margin_above_a_box_and_auto_is_a_share_of_its_spacing():
+    from ropesim.engine.colliders.shapes import MARGIN_SHARE
+
+    for margin, expected in ((0.01, 0.01), ("auto", MARGIN_SHARE * 0.05)):
+        box = rs.Box(center=(0.0, -0.5, 0.0), size=(1.0, 1.0, 1.0), margin=margin)
+        cloth = rs.cloth(10, 10, spacing=0.05, plane="xz", pins="none",
+                         origin=(0.0, 0.2, 0.0))
+        sim = rs.Simulation(cloth, dt=DT, contacts=[box], drag=1.0)
+        sim.step(2000)
+        # the face, the margin and the skin
+        np.testing.assert_allclose(sim.positions[:, 1], expected + 1e-5, atol=1e-4)
+    rope = rs.Simulation(rs.rope(5, 0.4), dt=DT, contacts=[box])  # no triangles: no margin
+    assert rope._contact_set.colliders[0, 2] == pytest.approx(0.5 + 1e-5)
+
+
+def _cloth_points(sim):
+    """The cloth's particles, edge midpoints and triangle centroids (m)."""
+    x = sim.positions.astype(float)
+    tri = np.asarray(sim.system.triangles)
+    a, b, c = x[tri[:, 0]], x[tri[:, 1]], x[tri[:, 2]]
+    return np.vstack([x, 0.5 * (a + b), 0.5 * (b + c), 0.5 * (c + a), (a + b + c) / 3.0])
+
+
+def test_box_edges_stay_under_a_draped_cloth_with_an_auto_margin():
+    """A cloth dropped over a small table top: with margin = "auto" no point of its
+    triangles is inside the box as drawn (a particle radius, 0.2 x the spacing, smaller);
+    with no margin the edges poke through between particles."""
+    spacing = 0.04
+    poked = []
+    for margin in (0.0, "auto"):
+        top = rs.Box(center=(0.0, 0.0, 0.0), size=(0.36, 0.04, 0.36), margin=margin)
+        cloth = rs.cloth(16, 16, spacing=spacing, plane="xz", pins="none",
+                         origin=(0.0, 0.1, 0.0))
+        sim = rs.Simulation(cloth, dt=DT, contacts=[top], drag=0.3)
+        sim.step(800)
+        assert sim.positions[:, 1].min() < -0.05  # it drapes over the edges
+        drawn = rs.Box(center=top.center, size=np.asarray(top.size) - 2 * 0.2 * spacing)
+        poked.append(_inside_box(_cloth_points(sim), drawn, 0.0).sum())
+    assert poked[0] > 0 and poked[1] == 0
+
+
+@pytest.mark.parametrize("margin", [-0.01, np.nan, "wide", True])
+def test_bad_margins_name_the_field(margin):
+    for make, field in ((lambda: rs.Box(margin=margin), "box.margin"),
+                        (lambda: rs.Capsule(margin=margin), "capsule.margin")):
+        with pytest.raises(ValueError, match=field):
+            make()
+
+
+@pytest.mark.parametrize("value, error", [("0.01", None), ('"auto"', None),
+                                          ("-0.01", "boxes.margin"), ('"wide"', "boxes.margin")])
+def test_scene_margins_are_numbers_or_auto_and_bad_ones_name_the_key(tmp_path, value, error):
+    trimesh.creation.box(extents=(1.0, 1.0, 1.0)).export(tmp_path / "block.stl")
+    path = tmp_path / "scene.toml"
+    path.write_text(_scene_text("block.stl").replace("friction = 0.8",
+                                                     f"friction = 0.8\nmargin = {value}"))
+    if error is not None:
+        with pytest.raises(rs.SceneError, match=error):
+            rs.load(path)
+        return
+    scene = rs.load(path)
+    box = scene.contacts()[0]
+    assert box.margin == parse_value(value)
+    row = scene.simulation()._contact_set.colliders[0]  # half extents grown by the margin
+    grown = 0.01 if value == "0.01" else 0.2 * 0.05
+    np.testing.assert_allclose(row[2:5], [0.25 + grown + 1e-5, 0.1 + grown + 1e-5,
+                                          0.25 + grown + 1e-5])
+    assert rs.load(path).to_dict() == scene.to_dict()

@@ -26,10 +26,11 @@ from .colliders.kernel import (
     SPIN, VELOCITY, jump_shares, project_contacts,
 )
 from .colliders.shapes import (
-    COLLIDER_TYPES, MAX_FRICTION, Box, Capsule, Collider, Mesh, axis_angle_matrix,
-    check_friction, keyframe_centre, posed_at,
+    AUTO_MARGIN, COLLIDER_TYPES, MARGIN_SHARE, MAX_FRICTION, Box, Capsule, Collider, Mesh,
+    axis_angle_matrix, check_friction, keyframe_centre, posed_at,
 )
 from .collisions.primitives import build_primitives
+from .collisions.self_contact import median_triangle_edge
 from .model import SpringSystem, as_float_array, check_number, show
 
 @dataclass(frozen=True)
@@ -93,21 +94,31 @@ def _capsule_frame(capsule: Capsule) -> tuple[np.ndarray, np.ndarray, float]:
     return 0.5 * (start + end), np.column_stack([ux, uy, uz]), half
 
 
-def collider_row(collider: Collider, mesh_index: int = 0) -> np.ndarray:
-    """The kernel's table row (COLUMNS float64) of a Box, Capsule or Mesh."""
+def collider_margin(collider: Collider, system: SpringSystem | None) -> float:
+    """A collider's contact margin (m): its ``margin``, or for "auto" MARGIN_SHARE x the
+    spacing of ``system`` (the median edge of its triangles in the rest shape; 0 for a
+    system without triangles, such as a rope, whose segments meet colliders themselves)."""
+    if collider.margin != AUTO_MARGIN:
+        return float(collider.margin)
+    return 0.0 if system is None else MARGIN_SHARE * median_triangle_edge(system)
+
+
+def collider_row(collider: Collider, mesh_index: int = 0, margin: float = 0.0) -> np.ndarray:
+    """The kernel's table row (COLUMNS float64) of a Box, Capsule or Mesh whose surface is
+    grown by ``margin`` (m; collider_margin)."""
     row = np.zeros(COLUMNS)
     row[FRICTION] = collider.friction
     if isinstance(collider, Box):
         row[KIND] = BOX
-        row[P0:P0 + 3] = 0.5 * np.asarray(collider.size) + SKIN
+        row[P0:P0 + 3] = 0.5 * np.asarray(collider.size) + SKIN + margin
         centre, rotation = np.asarray(collider.center), collider.matrix()
     elif isinstance(collider, Capsule):
         row[KIND] = CAPSULE
         centre, rotation, row[P0] = _capsule_frame(collider)
-        row[P0 + 1] = collider.radius + SKIN
+        row[P0 + 1] = collider.radius + SKIN + margin
     else:
         row[KIND] = MESH
-        row[P0] = max(0.5 * collider.thickness, SKIN)
+        row[P0] = max(0.5 * collider.thickness, SKIN) + margin
         row[MESH_INDEX] = mesh_index
         row[CLOSED] = float(collider.closed)
         centre, rotation = np.asarray(collider.center), collider.matrix()
@@ -119,26 +130,28 @@ def collider_row(collider: Collider, mesh_index: int = 0) -> np.ndarray:
     return row
 
 
-def keyframe_row(collider: Collider, mesh_index: int, time: float, dt: float) -> np.ndarray:
+def keyframe_row(collider: Collider, mesh_index: int, time: float, dt: float,
+                 margin: float = 0.0) -> np.ndarray:
     """The table row of a collider with keyframes for the step from ``time`` (s) of
     ``dt`` (s): its pose at ``time`` and the velocity (m/s) that reaches the keyframes'
-    centre at ``time + dt``."""
+    centre at ``time + dt`` (``margin``: m, collider_row)."""
     now = posed_at(collider, time)
-    row = collider_row(now, mesh_index)
+    row = collider_row(now, mesh_index, margin)
     row[VELOCITY:VELOCITY + 3] = (keyframe_centre(collider.keyframes, time + dt)
                                   - row[CENTER:CENTER + 3]) / dt
     return row
 
 
-def _reach(collider: Collider) -> float:
-    """The largest |coordinate| (m) a collider's surface reaches at its pose."""
+def _reach(collider: Collider, margin: float) -> float:
+    """The largest |coordinate| (m) a collider's surface, grown by ``margin`` (m),
+    reaches at its pose."""
     if isinstance(collider, Box):
-        return float(np.abs(collider.center).max() + np.linalg.norm(collider.size))
+        return float(np.abs(collider.center).max() + np.linalg.norm(collider.size) + margin)
     if isinstance(collider, Capsule):
         return float(max(np.abs(collider.start).max(), np.abs(collider.end).max())
-                     + collider.radius)
+                     + collider.radius + margin)
     return float(np.abs(collider.center).max() + np.abs(collider.vertices).max() * 1.8
-                 + collider.thickness)
+                 + collider.thickness + margin)
 
 
 class ContactSet:
@@ -153,6 +166,9 @@ class ContactSet:
         grounds, spheres, rows = [], [], []
         mesh_rows, boxes, links, triangles, grids, distances = [], [], [], [], [], []
         nodes = tris = cells = 0
+        # per table row: the collider's margin (m), resolved once (collider_margin)
+        self._margins = [collider_margin(c, system) for c in contacts
+                         if isinstance(c, COLLIDER_TYPES)]
         for contact in contacts:
             if isinstance(contact, Ground):
                 grounds.append((contact.height, contact.friction))
@@ -171,9 +187,10 @@ class ContactSet:
                 triangles.append(t)
                 nodes += len(b)
                 tris += len(t)
-                rows.append(collider_row(contact, len(mesh_rows) - 1))
+                rows.append(collider_row(contact, len(mesh_rows) - 1,
+                                         self._margins[len(rows)]))
             elif isinstance(contact, COLLIDER_TYPES):
-                rows.append(collider_row(contact))
+                rows.append(collider_row(contact, 0, self._margins[len(rows)]))
             else:
                 raise ValueError(
                     f"contacts: expected Ground or Sphere obstacles or Box, Capsule or Mesh "
@@ -189,7 +206,8 @@ class ContactSet:
         self.links = np.concatenate(links) if links else np.zeros((0, 3), dtype=np.int64)
         self.triangles = (np.concatenate(triangles) if triangles
                           else np.zeros((0, TRIANGLE_COLUMNS)))
-        self.reach = [_reach(c) for c in contacts if isinstance(c, COLLIDER_TYPES)]
+        self.reach = [_reach(c, m) for c, m in zip(
+            (c for c in contacts if isinstance(c, COLLIDER_TYPES)), self._margins)]
         self.swept = len(rows) + len(spheres) > 0
         self.segments = (rope_segments(system) if rows and system is not None
                          else np.zeros((0, 2), dtype=np.int64))
@@ -237,7 +255,7 @@ class ContactSet:
         (``inv_mass`` 1/kg per particle shares a rope segment's push)."""
         for row, collider in self._paths:  # this step's piece of the keyframes, at its speed
             self.colliders[row] = keyframe_row(collider, int(self.colliders[row, MESH_INDEX]),
-                                           time, dt)
+                                               time, dt, self._margins[row])
         return project_contacts(x, self.x_prev if self.swept else x, v, inv_mass, fixed,
                                 self.grounds, self.spheres, self.colliders, self.meshes,
                                 self.boxes, self.links, self.triangles, self.grids,
@@ -268,7 +286,8 @@ class ContactSet:
             centre, rotation, *collider_frame(posed_at(collider, time))[:2],
             isinstance(collider, Capsule))
         self._driven = True
-        self.colliders[row] = collider_row(collider, int(self.colliders[row, MESH_INDEX]))
+        self.colliders[row] = collider_row(collider, int(self.colliders[row, MESH_INDEX]),
+                                           self._margins[row])
         self._paths = [(k, c) for k, c in self._paths if k != row]
         if collider.keyframes:
             self._paths.append((row, collider))
@@ -322,7 +341,8 @@ def moved(collider: Contact, time: float, changes: dict[str, Any]) -> Contact:
         raise TypeError(f"move_collider: contact is a {type(collider).__name__}; only Box, "
                         f"Capsule and Mesh colliders move")
     names = {f.name for f in dataclasses.fields(collider) if f.init} - {
-        "vertices", "triangles", "source", "pose_time", "size", "radius", "thickness"}
+        "vertices", "triangles", "source", "pose_time", "size", "radius", "thickness",
+        "margin"}
     unknown = sorted(set(changes) - names)
     if unknown:
         raise ValueError(f"move_collider: unknown field(s) {', '.join(unknown)} for a "

@@ -10,7 +10,8 @@ A scene file looks like::
     dt = 0.002
     [ground]                     # optional: height (m), friction
     [[spheres]]                  # optional, repeatable: center (m), radius (m), friction
-    [[boxes]]                    # optional, repeatable: center, size (m), rotation (deg), friction
+    [[boxes]]                    # optional, repeatable: center, size (m), rotation (deg), friction,
+                                 # margin (m or "auto", as for capsules and meshes)
     [[capsules]]                 # optional, repeatable: start, end, radius (m), friction
     [[meshes]]                   # optional, repeatable: path (OBJ/STL/PLY/glTF), scale, center,
                                  # rotation, friction, thickness (m); boxes, capsules and meshes
@@ -159,17 +160,20 @@ _MOTION_FIELDS = {  # a collider's motion; absent: it stands still
     "keyframes": _Field(list[tuple[float, float, float, float]]),  # [[t, x, y, z], ...]
 }
 _COLLIDER_FRICTION = _Field(float, lambda v: 0 <= v <= MAX_FRICTION, _FRICTION_ALLOWED)
+_COLLIDER_MARGIN = _Field(float | str, lambda v: v == "auto" if isinstance(v, str) else v >= 0,
+                          'a margin >= 0 m or "auto" (from the cloth\'s spacing)')
 COLLIDER_FIELDS = {  # [[boxes]], [[capsules]], [[meshes]]: the arguments of rs.Box, ...
     "boxes": {"center": _Field(_VEC3, default=REQUIRED), "size": _Field(_VEC3, default=REQUIRED),
-              "rotation": _Field(_VEC3), "friction": _COLLIDER_FRICTION, **_MOTION_FIELDS},
+              "rotation": _Field(_VEC3), "friction": _COLLIDER_FRICTION,
+              "margin": _COLLIDER_MARGIN, **_MOTION_FIELDS},
     "capsules": {"start": _Field(_VEC3, default=REQUIRED), "end": _Field(_VEC3, default=REQUIRED),
                  "radius": _Field(float, lambda v: v > 0, "a radius > 0 m", REQUIRED),
-                 "friction": _COLLIDER_FRICTION, **_MOTION_FIELDS},
+                 "friction": _COLLIDER_FRICTION, "margin": _COLLIDER_MARGIN, **_MOTION_FIELDS},
     "meshes": {"path": _Field(str, default=REQUIRED),
                "scale": _Field(float, lambda v: v > 0, "a scale factor > 0"),
                "center": _Field(_VEC3), "rotation": _Field(_VEC3), "friction": _COLLIDER_FRICTION,
                "thickness": _Field(float, lambda v: v >= 0, "a thickness >= 0 m"),
-               **_MOTION_FIELDS},
+               "margin": _COLLIDER_MARGIN, **_MOTION_FIELDS},
 }
 CAMERA_FIELDS = {
     "azimuth": _Field(float),

@@ -21,6 +21,14 @@ import numpy as np
 
 from ..model import as_float_array, check_number, show
 
+#: The margin (``margin="auto"``) chosen from the cloth's spacing, as a share of it.
+#: A box edge between two particles of a cloth draped over it cuts at most half the
+#: spacing deep into the straight triangles between them (a right-angle fold, the edge
+#: midway); the viewer draws boxes and capsules a particle radius (0.2 x the spacing)
+#: smaller, and a margin of MARGIN_SHARE x the spacing covers the rest.
+MARGIN_SHARE = 0.2
+AUTO_MARGIN = "auto"
+
 #: Largest Coulomb friction coefficient accepted. Beyond a few the contact already
 #: takes off all tangential speed for any landing steeper than atan(1 / friction);
 #: real materials stay below about 2.
@@ -96,10 +104,13 @@ def keyframe_centre(path: Sequence[Sequence[float]], time: float) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class _Surface:
-    """What every collider has (keyword-only): Coulomb ``friction`` (0..10) and a motion,
+    """What every collider has (keyword-only): Coulomb ``friction`` (0..10), a contact
+    ``margin`` (m >= 0, or "auto": MARGIN_SHARE x the simulated cloth's spacing; see
+    contacts.collider_margin) that particles keep off the surface, and a motion,
     ``velocity`` (m/s) and ``spin`` (deg/s vector) from ``pose_time`` (s)."""
 
     friction: float = 0.5
+    margin: float | str = 0.0
     velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     spin: tuple[float, float, float] = (0.0, 0.0, 0.0)
     pose_time: float = 0.0
@@ -116,6 +127,12 @@ class _Surface:
         object.__setattr__(self, "pose_time",
                            check_number(self.pose_time, f"{owner}.pose_time", "s"))
         object.__setattr__(self, "friction", check_friction(self.friction, owner))
+        if not (isinstance(self.margin, str) and self.margin == AUTO_MARGIN):
+            if isinstance(self.margin, str):
+                raise ValueError(f"{owner}.margin: expected a margin >= 0 m or "
+                                 f"{AUTO_MARGIN!r}, got {show(self.margin)}")
+            object.__setattr__(self, "margin", check_number(self.margin, f"{owner}.margin",
+                                                            "m", minimum=0.0))
 
 
 @dataclass(frozen=True)
