@@ -12,7 +12,9 @@ onto it) goes out the nearest way. Then the inward normal part of the velocity r
 to the surface (the collider's own velocity, ``velocity + spin x r``) is removed and
 Coulomb friction takes up to ``friction`` times that removed normal speed off the
 relative tangential speed. A broad phase per block of particles skips the colliders
-that cannot come near the block during the step (_block_near).
+that cannot come near the block during the step (_block_near). Then rope segments
+(_segment_contacts): swept by conservative advancement when they move fast, then pushed
+out of what pokes through them, with a broad phase of their own (_segment_near).
 """
 
 from __future__ import annotations
