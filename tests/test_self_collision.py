@@ -386,6 +386,18 @@ def test_c_key_toggles_self_collision_in_the_viewer():
     assert c.sim.self_collision and c.message == "self-collision on"
 
 
+def test_restarting_a_cloth_keeps_the_self_collision_switch_and_friction():
+    from ropesim.app.controller import ViewerController
+
+    c = ViewerController(rs.load("cloth-pile"), (800, 600))
+    c.handle_key("c")
+    c.sim.self_friction = 0.9
+    nx, ny, pins = c.cloth_shape()
+    c.restart_cloth(nx - 4, ny - 4, pins)
+    assert c.message.startswith("restarted")
+    assert not c.sim.self_collision and c.sim.self_friction == 0.9
+
+
 def test_collision_panel_section_edits_thickness_and_friction_live():
     from imgui_bundle import imgui
 

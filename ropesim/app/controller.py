@@ -150,7 +150,8 @@ class ViewerController:
     # -- scene ---------------------------------------------------------------------------
     def load_scene(self, scene: Scene, *, keep_live: bool = False) -> str:
         """Open ``scene`` (a new Simulation); ``keep_live`` keeps the live edits (dt,
-        substeps, integrator, gravity, parameter scales) of the current one. A
+        substeps, integrator, self-collision on/off and its friction, gravity, parameter
+        scales) of the current one. A
         recording stops and is saved first (its file is named after the old scene);
         returns the line saying so ("" when nothing was recording)."""
         saved = ""
@@ -159,9 +160,11 @@ class ViewerController:
             saved = self.message
         previous = self.sim if keep_live else None
         overrides: dict[str, Any] = {}
-        if previous is not None:
+        if previous is not None:  # thickness: the new scene's (its default follows the spacing)
             overrides.update(dt=previous.dt, substeps=previous.substeps,
-                             integrator=previous.integrator)
+                             integrator=previous.integrator,
+                             self_collision=previous.self_collision,
+                             self_friction=previous.self_friction)
         else:
             self.live = LiveParameters()
             self.gravity_on = True
