@@ -653,16 +653,22 @@ def _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exc
             if tile_component[a] == tile_component[b]:
                 # certified when, with a's map or b's, the separation (the rest-shape reach
                 # of the fit less both residuals and the maps' mismatch) is above the reach;
-                # the mismatch is computed only where the rest can pass
-                room_a = _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma) - needed
-                room_b = _reach_of_fit(b, a, exclude, rest_mean, frame, extent, sigma) - needed
+                # the mismatch is computed only where the rest can pass, and a tile's
+                # map matches itself (mismatch 0)
                 residuals = rho[a] + rho[b]
-                if (room_a - residuals > 0.0 and room_a - residuals > _mismatch(
-                        a, b, rest_mean, frame, extent, x_mean, stretch, in_plane)) or (
-                        room_b - residuals > 0.0 and room_b - residuals > _mismatch(
-                        b, a, rest_mean, frame, extent, x_mean, stretch, in_plane)):
+                room_a = _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma) - needed
+                if room_a - residuals > 0.0 and (a == b or room_a - residuals > _mismatch(
+                        a, b, rest_mean, frame, extent, x_mean, stretch, in_plane)):
                     certified += 1
                     continue
+                room_b = room_a
+                if a != b:
+                    room_b = _reach_of_fit(b, a, exclude, rest_mean, frame, extent,
+                                           sigma) - needed
+                    if room_b - residuals > 0.0 and room_b - residuals > _mismatch(
+                            b, a, rest_mean, frame, extent, x_mean, stretch, in_plane):
+                        certified += 1
+                        continue
                 if room_a > -np.inf or room_b > -np.inf:  # a map for the search's residuals
                     base, budget = (a, room_a) if room_a >= room_b else (b, room_b)
             searched += 1
