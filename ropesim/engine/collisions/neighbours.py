@@ -24,20 +24,24 @@ The skin adapts: a thick skin makes the list last but holds more pairs to test e
 step, and a list rebuilt every step gains nothing from it. So a list that lasted at
 most SHORT_LIVED steps makes the next skin SKIN_STEP times thinner (down to
 MIN_SKIN_FACTOR thicknesses), one that lasted LONG_LIVED steps or more SKIN_STEP times
-thicker (up to MAX_SKIN_FACTOR).
+thicker (up to MAX_SKIN_FACTOR). Lists that keep lasting one step are rebuilt without
+the checks and without a skin, with a probe now and then (SKIP_CHECKS_AFTER).
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import njit
 
+from .. import parallel
 from .geometry import bounding_ball
 from .hashing import cell_hash, table_mask
 from .primitives import Primitives
-from .tiles import build_tiles, fit_tiles, query_tiles, refit_tree
+from .tiles import (build_tiles, fit_tiles, fit_tiles_parallel, query_tiles,
+                    query_tiles_parallel, refit_tree)
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
 EXCLUDE_FACTOR = 3.0
@@ -56,9 +60,10 @@ DRIFT_CELLS = 4.0
 START_SLOTS = 16
 #: after this many lists in a row that each lasted one step, the drift checks (which then
 #: cost about a rebuild's time and save nothing) run only on every PROBE_EVERY-th step,
-#: the other steps rebuild at once, until a list lasts longer
+#: the other steps rebuild at once, until a list lasts longer; a list built for a step
+#: that rebuilds at once has no skin (reach = thickness: fewer tile pairs to settle)
 SKIP_CHECKS_AFTER = 4
-PROBE_EVERY = 8
+PROBE_EVERY = 32
 
 
 @njit(cache=True)
@@ -174,6 +179,7 @@ class NeighbourList:
         self.box_max = np.full((self.drift_mask + 1, 3), -np.inf)
         # a primitive's ball overlaps at most 8 cells (the cells are wider than the balls)
         self.touched = np.zeros(8 * n_prims, np.int64)
+        self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
         """Rebuild if the particles left the skin or the thickness changed; True if
@@ -209,24 +215,35 @@ class NeighbourList:
         lasted_one_step = self.built_for == thickness and self.lived == 1
         self.one_step_lists = self.one_step_lists + 1 if lasted_one_step else 0
         p = self.prims
-        reach = (1.0 + self.skin_factor) * thickness
+        # a list that the next step rebuilds without a check needs no skin
+        skin_factor = 0.0 if self.skips_checks else self.skin_factor
+        reach = (1.0 + skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
         self.largest_half = _largest_radius(x, p.prims)
         t = self.tiles
-        fit_tiles(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,
-                  t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
+        use_parallel = self.chooser.parallel() and parallel.threads() > 1
+        fit, query = ((fit_tiles_parallel, query_tiles_parallel) if use_parallel
+                      else (fit_tiles, query_tiles))
+        start = time.perf_counter()
+        fit(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean, t.stretch,
+            t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
         refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
-            largest, self.searched, self.certified = query_tiles(
-                x, p.prims, p.adj_start, p.adj_list, p.component, p.rest_x, exclude_sq,
-                reach, t.prim_start, t.prim_list, t.part_start, t.part_list, t.component, t.rest_mean, t.frame,
-                t.extent, t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi,
-                t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi, t.stack,
-                t.res_a, t.res_b, t.x_members, t.rest_members, t.spheres_only, t.near_a,
-                t.near_b, self.slots, self.counts)
-            if largest <= self.slots.shape[1]:
+            largest, lane_needed, self.searched, self.certified = query(
+                t.tasks, x, p.prims, p.adj_start, p.adj_list, p.component, p.rest_x,
+                exclude_sq, reach, t.prim_start, t.prim_list, t.part_start, t.component,
+                t.rest_mean, t.frame, t.extent, t.x_mean, t.stretch, t.in_plane, t.rho,
+                t.sigma, t.lo, t.hi, t.node_left, t.node_right, t.node_tile, t.node_lo,
+                t.node_hi, t.stack, t.res_a, t.res_b, t.x_members, t.rest_members,
+                t.spheres_only, t.near_a, t.near_b, t.lane_pairs, t.lane_found, t.lane_tally,
+                self.slots, self.counts)
+            if lane_needed > t.lane_pairs.shape[1]:
+                t.lane_pairs = np.zeros((t.lane_pairs.shape[0], 2 * lane_needed, 2), np.int32)
+            elif largest > self.slots.shape[1]:
+                self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
+            else:
                 break
-            self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
+        self.chooser.record(use_parallel, start)
         listed = int(self.counts.sum())
         if listed > self.keys.size:  # room for touching_pairs (self_contact.py)
             self.keys = np.zeros(max(listed, 2 * self.keys.size), np.int64)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .geometry import pair_weights, weighted_gap
 from .primitives import Primitives
@@ -48,6 +48,14 @@ TILE_SPACINGS = 4.0
 PLANAR_RATIO = 1e-6
 #: relative margin on the certificate (float rounding of the fits)
 CERTIFY_MARGIN = 1e-6
+#: the walk of the tree is cut into tasks, the pairs of its nodes at this depth (and of
+#: shallower leaves), dealt in turn to LANES lanes; each lane has its own scratch and
+#: buffer of found pairs, and the parallel query runs the lanes on numba's threads. The
+#: lanes, not the threads, split the work, so the list does not depend on the thread count
+TASK_DEPTH = 5
+LANES = 8
+#: pairs a lane's buffer holds to start with (doubled when a build needs more)
+LANE_PAIRS = 256
 
 
 @dataclass
@@ -91,17 +99,22 @@ class Tiles:
         self.node_left, self.node_right, self.node_tile, depth = build_tree(self.rest_mean)
         self.node_lo = np.zeros((self.node_tile.size, 3))
         self.node_hi = np.zeros((self.node_tile.size, 3))
-        # the walk pops one pair and pushes at most three: 2 more per level
-        self.stack = np.zeros((2 * depth + 8, 2), np.int64)
+        self.tasks = walk_tasks(self.node_left, self.node_right, TASK_DEPTH)
+        # per lane: the walk pops one pair and pushes at most three: 2 more per level
+        self.stack = np.zeros((LANES, 2 * depth + 8, 2), np.int64)
         sizes = np.diff(self.prim_start)
-        # scratch: residuals of the primitives of the two tiles of a searched pair
-        self.res_a = np.zeros(int(sizes.max()) if sizes.size else 0)
+        # per lane: residuals of the primitives of the two tiles of a searched pair
+        self.res_a = np.zeros((LANES, int(sizes.max()) if sizes.size else 0))
         self.res_b = np.zeros_like(self.res_a)
         self.x_members = np.zeros((self.part_list.size, 3))
         members = np.diff(self.part_start)
-        # scratch: the members of the two tiles of a searched pair near the other's box
-        self.near_a = np.zeros(int(members.max()) if members.size else 0, np.int64)
+        # per lane: the members of the two tiles of a searched pair near the other's box
+        self.near_a = np.zeros((LANES, int(members.max()) if members.size else 0), np.int64)
         self.near_b = np.zeros_like(self.near_a)
+        # per lane: the pairs found (p, q), how many, tile pairs searched and certified
+        self.lane_pairs = np.zeros((LANES, LANE_PAIRS, 2), np.int32)
+        self.lane_found = np.zeros(LANES, np.int64)
+        self.lane_tally = np.zeros((LANES, 2), np.int64)
 
     @property
     def n_tiles(self) -> int:
@@ -154,6 +167,24 @@ def build_tree(centres: np.ndarray):
             depth)
 
 
+def walk_tasks(left: np.ndarray, right: np.ndarray, depth: int) -> np.ndarray:
+    """(K, 2) int64: every pair (i <= j) of the tree's frontier nodes, the nodes at
+    ``depth`` and the leaves above it. Each pair of leaves lies under exactly one pair of
+    frontier nodes, so walking every task finds what one walk from the root finds."""
+    frontier = []
+    todo = [(0, 0)] if left.size else []
+    while todo:
+        node, level = todo.pop()
+        if level == depth or left[node] < 0:
+            frontier.append(node)
+        else:
+            todo.append((int(right[node]), level + 1))
+            todo.append((int(left[node]), level + 1))
+    f = np.array(frontier, np.int64)
+    i, j = np.triu_indices(f.size)
+    return np.ascontiguousarray(np.column_stack([f[i], f[j]]))
+
+
 def build_tiles(prims: Primitives) -> Tiles:
     """Group the primitives into rest-shape tiles (see the module docstring)."""
     rest = prims.rest_x
@@ -204,6 +235,64 @@ def build_tiles(prims: Primitives) -> Tiles:
                  spheres_only=spheres_only)
 
 
+@njit(cache=True, inline="always")
+def _fit_tile(t, x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch,
+              in_plane, rho, sigma, lo, hi, x_members):
+    """fit_tiles for tile t."""
+    first, last = part_start[t], part_start[t + 1]
+    mx = my = mz = 0.0
+    b00 = b01 = b02 = b10 = b11 = b12 = 0.0
+    lo0 = lo1 = lo2 = np.inf  # the box in locals: the stores below may alias
+    hi0 = hi1 = hi2 = -np.inf
+    for m in range(first, last):
+        i = part_list[m]
+        px, py, pz = np.float64(x[i, 0]), np.float64(x[i, 1]), np.float64(x[i, 2])
+        x_members[m, 0], x_members[m, 1], x_members[m, 2] = px, py, pz
+        mx += px
+        my += py
+        mz += pz
+        c0, c1 = plane[m, 0], plane[m, 1]
+        b00 += px * c0
+        b01 += py * c0
+        b02 += pz * c0
+        b10 += px * c1
+        b11 += py * c1
+        b12 += pz * c1
+        lo0, lo1, lo2 = min(lo0, px), min(lo1, py), min(lo2, pz)
+        hi0, hi1, hi2 = max(hi0, px), max(hi1, py), max(hi2, pz)
+    lo[t, 0], lo[t, 1], lo[t, 2] = lo0, lo1, lo2
+    hi[t, 0], hi[t, 1], hi[t, 2] = hi0, hi1, hi2
+    inv = 1.0 / (last - first)
+    mx, my, mz = mx * inv, my * inv, mz * inv
+    x_mean[t, 0], x_mean[t, 1], x_mean[t, 2] = mx, my, mz
+    if inv_moment[t, 0] == 0.0:
+        rho[t] = np.inf
+        sigma[t] = 0.0
+        return
+    k0, k1 = inv_moment[t, 0], inv_moment[t, 1]
+    b00, b01, b02 = b00 * k0, b01 * k0, b02 * k0
+    b10, b11, b12 = b10 * k1, b11 * k1, b12 * k1
+    in_plane[t, 0, 0], in_plane[t, 0, 1], in_plane[t, 0, 2] = b00, b01, b02
+    in_plane[t, 1, 0], in_plane[t, 1, 1], in_plane[t, 1, 2] = b10, b11, b12
+    for r in range(3):  # A = (A u1) u1^T + (A u2) u2^T
+        for c in range(3):
+            stretch[t, r, c] = in_plane[t, 0, r] * frame[t, 0, c] + in_plane[t, 1, r] * frame[t, 1, c]
+    largest_sq = 0.0
+    for m in range(first, last):
+        c0, c1 = plane[m, 0], plane[m, 1]
+        ex = x_members[m, 0] - mx - b00 * c0 - b10 * c1
+        ey = x_members[m, 1] - my - b01 * c0 - b11 * c1
+        ez = x_members[m, 2] - mz - b02 * c0 - b12 * c1
+        largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
+    rho[t] = largest_sq ** 0.5
+    g00 = b00 * b00 + b01 * b01 + b02 * b02
+    g01 = b00 * b10 + b01 * b11 + b02 * b12
+    g11 = b10 * b10 + b11 * b11 + b12 * b12
+    half_trace = 0.5 * (g00 + g11)
+    smallest = half_trace - ((0.5 * (g00 - g11)) ** 2 + g01 * g01) ** 0.5
+    sigma[t] = max(smallest, 0.0) ** 0.5
+
+
 @njit(cache=True)
 def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch, in_plane,
               rho, sigma, lo, hi, x_members):
@@ -215,69 +304,23 @@ def fit_tiles(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretc
     moment_c needs no mean first. The members' positions go to x_members, in member
     order."""
     for t in range(part_start.shape[0] - 1):
-        first, last = part_start[t], part_start[t + 1]
-        mx = my = mz = 0.0
-        b00 = b01 = b02 = b10 = b11 = b12 = 0.0
-        for d in range(3):
-            lo[t, d] = np.inf
-            hi[t, d] = -np.inf
-        for m in range(first, last):
-            i = part_list[m]
-            px, py, pz = x[i, 0], x[i, 1], x[i, 2]
-            x_members[m, 0], x_members[m, 1], x_members[m, 2] = px, py, pz
-            mx += px
-            my += py
-            mz += pz
-            c0, c1 = plane[m, 0], plane[m, 1]
-            b00 += px * c0
-            b01 += py * c0
-            b02 += pz * c0
-            b10 += px * c1
-            b11 += py * c1
-            b12 += pz * c1
-            lo[t, 0] = min(lo[t, 0], px)
-            lo[t, 1] = min(lo[t, 1], py)
-            lo[t, 2] = min(lo[t, 2], pz)
-            hi[t, 0] = max(hi[t, 0], px)
-            hi[t, 1] = max(hi[t, 1], py)
-            hi[t, 2] = max(hi[t, 2], pz)
-        inv = 1.0 / (last - first)
-        mx, my, mz = mx * inv, my * inv, mz * inv
-        x_mean[t, 0], x_mean[t, 1], x_mean[t, 2] = mx, my, mz
-        if inv_moment[t, 0] == 0.0:
-            rho[t] = np.inf
-            sigma[t] = 0.0
-            continue
-        k0, k1 = inv_moment[t, 0], inv_moment[t, 1]
-        b00, b01, b02 = b00 * k0, b01 * k0, b02 * k0
-        b10, b11, b12 = b10 * k1, b11 * k1, b12 * k1
-        in_plane[t, 0, 0], in_plane[t, 0, 1], in_plane[t, 0, 2] = b00, b01, b02
-        in_plane[t, 1, 0], in_plane[t, 1, 1], in_plane[t, 1, 2] = b10, b11, b12
-        for r in range(3):  # A = (A u1) u1^T + (A u2) u2^T
-            for c in range(3):
-                stretch[t, r, c] = in_plane[t, 0, r] * frame[t, 0, c] + in_plane[t, 1, r] * frame[t, 1, c]
-        largest_sq = 0.0
-        for m in range(first, last):
-            c0, c1 = plane[m, 0], plane[m, 1]
-            ex = x_members[m, 0] - mx - b00 * c0 - b10 * c1
-            ey = x_members[m, 1] - my - b01 * c0 - b11 * c1
-            ez = x_members[m, 2] - mz - b02 * c0 - b12 * c1
-            largest_sq = max(largest_sq, ex * ex + ey * ey + ez * ez)
-        rho[t] = largest_sq ** 0.5
-        g00 = b00 * b00 + b01 * b01 + b02 * b02
-        g01 = b00 * b10 + b01 * b11 + b02 * b12
-        g11 = b10 * b10 + b11 * b11 + b12 * b12
-        half_trace = 0.5 * (g00 + g11)
-        smallest = half_trace - ((0.5 * (g00 - g11)) ** 2 + g01 * g01) ** 0.5
-        sigma[t] = max(smallest, 0.0) ** 0.5
+        _fit_tile(t, x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch,
+                  in_plane, rho, sigma, lo, hi, x_members)
+
+
+@njit(cache=True, parallel=True)
+def fit_tiles_parallel(x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch,
+                       in_plane, rho, sigma, lo, hi, x_members):
+    """fit_tiles with the tiles on numba's threads: the same fits."""
+    for t in prange(part_start.shape[0] - 1):
+        _fit_tile(t, x, part_start, part_list, plane, inv_moment, frame, x_mean, stretch,
+                  in_plane, rho, sigma, lo, hi, x_members)
 
 
 @njit(cache=True, inline="always")
-def _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch, in_plane, rho,
-                sigma):
-    """Lower bound (m) of the distance now between a point of tile a and one of tile b
-    at least ``exclude`` (m) apart in the rest shape, from tile a's fit (module
-    docstring); -inf when the bound says nothing."""
+def _mismatch(a, b, rest_mean, frame, extent, x_mean, stretch, in_plane):
+    """mu (m): a bound of |f_a - f_b| over tile b's rest box, how far tile b is from
+    where tile a's map puts it (module docstring)."""
     dx = rest_mean[b, 0] - rest_mean[a, 0]
     dy = rest_mean[b, 1] - rest_mean[a, 1]
     dz = rest_mean[b, 2] - rest_mean[a, 2]
@@ -296,7 +339,7 @@ def _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch, in_pla
             cy -= in_plane[b, d, 1]
             cz -= in_plane[b, d, 2]
         mu += extent[b, d] * (cx * cx + cy * cy + cz * cz) ** 0.5
-    return _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma) - rho[a] - rho[b] - mu
+    return mu
 
 
 @njit(cache=True, inline="always")
@@ -377,9 +420,8 @@ def _near_box(x, prims, p, lo, hi, t, reach):
 
 @njit(cache=True, inline="always")
 def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach_sq,
-               slots, counts):
-    """List the pair p, q (at the smaller index) if it is within sqrt(reach_sq) (m) and
-    not excluded."""
+               pairs, found, lane):
+    """Keep the pair p, q (_keep) if it is within sqrt(reach_sq) (m) and not excluded."""
     a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
     b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
     if a0 == a2 and b0 == b2:  # two spheres
@@ -395,14 +437,23 @@ def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_s
         return
     if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
         return
-    _list_pair(p, q, slots, counts)
+    _keep(p, q, pairs, found, lane)
 
 
 @njit(cache=True, inline="always")
-def _list_pair(p, q, slots, counts):
-    """Put the pair p, q into the slots of the smaller index (counted past the slots'
-    width, so that the build can redo with wider slots)."""
-    owner, other = (p, q) if p < q else (q, p)
+def _keep(p, q, pairs, found, lane):
+    """Put the pair p, q (smaller index first) into the lane's buffer (counted past its
+    size, so that the build can redo with a bigger one)."""
+    k = found[lane]
+    if k < pairs.shape[1]:
+        pairs[lane, k, 0], pairs[lane, k, 1] = (p, q) if p < q else (q, p)
+    found[lane] = k + 1
+
+
+@njit(cache=True, inline="always")
+def _list_pair(owner, other, slots, counts):
+    """Put the pair owner < other into the owner's slots (counted past the slots' width,
+    so that the build can redo with wider slots)."""
     found = counts[owner]
     if found < slots.shape[1]:
         slots[owner, found] = other
@@ -448,9 +499,9 @@ def _mark(t, other, base, x, rest_x, prims, reach, prim_start, prim_list, rest_m
 @njit(cache=True, inline="always")
 def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
                  exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch, lo,
-                 hi, res_a, res_b, slots, counts):
+                 hi, res_a, res_b, pairs, found, lane):
     """Every pair of a primitive of tile a and one of tile b (after it, if a == b) within
-    ``reach`` (m) and not excluded, into slots/counts. Paired are only the primitives
+    ``reach`` (m) and not excluded, into the lane's buffer. Paired are only the primitives
     whose boxes come within reach of the other tile's box and, with a ``base`` tile
     whose map keeps rest-distant points ``budget`` + reach apart (_reach_of_fit), the
     pairs whose residuals under that map add up to the budget or more (the others are
@@ -477,7 +528,7 @@ def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, r
             if eb < 0.0 or ea + eb < budget:
                 continue
             _test_pair(p, prim_list[first_b + m], x, prims, adj_start, adj_list, component,
-                       rest_x, exclude_sq, reach_sq, slots, counts)
+                       rest_x, exclude_sq, reach_sq, pairs, found, lane)
 
 
 @njit(cache=True, inline="always")
@@ -498,8 +549,8 @@ def _near_members(t, other, reach, part_start, x_members, lo, hi, out):
 
 @njit(cache=True, inline="always")
 def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list, prims,
-                    adj_start, adj_list, exclude_sq, reach, lo, hi, near_a, near_b, slots,
-                    counts):
+                    adj_start, adj_list, exclude_sq, reach, lo, hi, near_a, near_b, pairs,
+                    found, lane):
     """_search_pair for two tiles of one component made of spheres only (spheres_only):
     the members' positions in tile order, distance first, then the rest-shape distance
     and the springs (excluded's tests for two spheres of one component)."""
@@ -532,7 +583,7 @@ def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_
             p = prim_list[prim_start[a] + m - part_start[a]]
             q = prim_list[prim_start[b] + k - part_start[b]]
             if not _joined(prims[p, 0], prims[q, 0], adj_start, adj_list):
-                _list_pair(p, q, slots, counts)
+                _keep(p, q, pairs, found, lane)
 
 
 @njit(cache=True)
@@ -551,80 +602,141 @@ def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
 
 
 @njit(cache=True)
-def query_tiles(x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-                prim_start, prim_list, part_start, part_list, tile_component, rest_mean,
-                frame, extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right, node_tile,
-                node_lo, node_hi, stack, res_a, res_b, x_members, rest_members, spheres_only,
-                near_a, near_b, slots, counts):
-    """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
-    by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
-    against itself, and each pair of tiles whose boxes come within ``reach`` (m) is
-    certified or searched. Returns (the largest count wanted (> S: redo with more
-    slots), tile pairs searched, tile pairs certified)."""
-    counts[:] = 0
-    if node_tile.shape[0] == 0:
-        return 0, 0, 0
+def _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
+              prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
+              x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right, node_tile,
+              node_lo, node_hi, stacks, res_as, res_bs, x_members, rest_members, spheres_only,
+              near_as, near_bs, pairs, found, tally):
+    """Walk the lane's tasks (every LANES-th, from the lane's index: pairs of tree nodes,
+    see query_tiles) with the lane's scratch (its rows of stacks, res_as, res_bs, near_as,
+    near_bs) into the lane's pair buffer; tile pairs searched and certified go to tally."""
+    stack, res_a, res_b = stacks[lane], res_as[lane], res_bs[lane]
+    near_a, near_b = near_as[lane], near_bs[lane]
     exclude = exclude_sq ** 0.5
     needed = reach * (1.0 + CERTIFY_MARGIN)
-    searched = 0
-    certified = 0
-    stack[0, 0] = stack[0, 1] = 0  # the root against itself
-    top = 1
-    while top > 0:
-        top -= 1
-        i, j = stack[top, 0], stack[top, 1]
-        if i == j and node_tile[i] < 0:  # a node against itself: its children
-            left, right = node_left[i], node_right[i]
-            stack[top, 0], stack[top, 1] = left, left
-            stack[top + 1, 0], stack[top + 1, 1] = right, right
-            stack[top + 2, 0], stack[top + 2, 1] = left, right
-            top += 3
-            continue
-        apart = False
-        for d in range(3):
-            if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
-                apart = True
-        if apart:
-            continue
-        a, b = node_tile[i], node_tile[j]
-        if a < 0 or b < 0:  # open the node with the wider box (a leaf stays)
-            size_i = size_j = 0.0
+    found[lane] = 0
+    searched = certified = 0
+    for task in range(lane, tasks.shape[0], LANES):
+        stack[0, 0], stack[0, 1] = tasks[task, 0], tasks[task, 1]
+        top = 1
+        while top > 0:
+            top -= 1
+            i, j = stack[top, 0], stack[top, 1]
+            if i == j and node_tile[i] < 0:  # a node against itself: its children
+                left, right = node_left[i], node_right[i]
+                stack[top, 0], stack[top, 1] = left, left
+                stack[top + 1, 0], stack[top + 1, 1] = right, right
+                stack[top + 2, 0], stack[top + 2, 1] = left, right
+                top += 3
+                continue
+            apart = False
             for d in range(3):
-                size_i = max(size_i, node_hi[i, d] - node_lo[i, d])
-                size_j = max(size_j, node_hi[j, d] - node_lo[j, d])
-            if a < 0 and (b >= 0 or size_i >= size_j):
-                stack[top, 0], stack[top, 1] = node_left[i], j
-                stack[top + 1, 0], stack[top + 1, 1] = node_right[i], j
-            else:
-                stack[top, 0], stack[top, 1] = i, node_left[j]
-                stack[top + 1, 0], stack[top + 1, 1] = i, node_right[j]
-            top += 2
-            continue
-        if tile_component[a] == tile_component[b] and (
-                _separation(a, b, exclude, rest_mean, frame, extent, x_mean, stretch,
-                            in_plane, rho, sigma) > needed
-                or _separation(b, a, exclude, rest_mean, frame, extent, x_mean, stretch,
-                               in_plane, rho, sigma) > needed
-):
-            certified += 1
-            continue
-        searched += 1
-        if tile_component[a] == tile_component[b] and spheres_only[a] and spheres_only[b]:
-            _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list,
-                            prims, adj_start, adj_list, exclude_sq, reach, lo, hi, near_a,
-                            near_b, slots, counts)
-            continue
-        base, budget = -1, -np.inf
-        if tile_component[a] == tile_component[b]:
-            for t, other in ((a, b), (b, a)):
-                room = _reach_of_fit(t, other, exclude, rest_mean, frame, extent,
-                                     sigma) - needed
-                if room > budget:
-                    base, budget = t, room
-        _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
-                     exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch,
-                     lo, hi, res_a, res_b, slots, counts)
+                if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
+                    apart = True
+            if apart:
+                continue
+            a, b = node_tile[i], node_tile[j]
+            if a < 0 or b < 0:  # open the node with the wider box (a leaf stays)
+                size_i = size_j = 0.0
+                for d in range(3):
+                    size_i = max(size_i, node_hi[i, d] - node_lo[i, d])
+                    size_j = max(size_j, node_hi[j, d] - node_lo[j, d])
+                if a < 0 and (b >= 0 or size_i >= size_j):
+                    stack[top, 0], stack[top, 1] = node_left[i], j
+                    stack[top + 1, 0], stack[top + 1, 1] = node_right[i], j
+                else:
+                    stack[top, 0], stack[top, 1] = i, node_left[j]
+                    stack[top + 1, 0], stack[top + 1, 1] = i, node_right[j]
+                top += 2
+                continue
+            base, budget = -1, -np.inf
+            if tile_component[a] == tile_component[b]:
+                # certified when, with a's map or b's, the separation (the rest-shape reach
+                # of the fit less both residuals and the maps' mismatch) is above the reach;
+                # the mismatch is computed only where the rest can pass, and a tile's
+                # map matches itself (mismatch 0)
+                residuals = rho[a] + rho[b]
+                room_a = _reach_of_fit(a, b, exclude, rest_mean, frame, extent, sigma) - needed
+                if room_a - residuals > 0.0 and (a == b or room_a - residuals > _mismatch(
+                        a, b, rest_mean, frame, extent, x_mean, stretch, in_plane)):
+                    certified += 1
+                    continue
+                room_b = room_a
+                if a != b:
+                    room_b = _reach_of_fit(b, a, exclude, rest_mean, frame, extent,
+                                           sigma) - needed
+                    if room_b - residuals > 0.0 and room_b - residuals > _mismatch(
+                            b, a, rest_mean, frame, extent, x_mean, stretch, in_plane):
+                        certified += 1
+                        continue
+                if room_a > -np.inf or room_b > -np.inf:  # a map for the search's residuals
+                    base, budget = (a, room_a) if room_a >= room_b else (b, room_b)
+            searched += 1
+            if tile_component[a] == tile_component[b] and spheres_only[a] and spheres_only[b]:
+                _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list,
+                                prims, adj_start, adj_list, exclude_sq, reach, lo, hi, near_a,
+                                near_b, pairs, found, lane)
+                continue
+            _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
+                         exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch,
+                         lo, hi, res_a, res_b, pairs, found, lane)
+    tally[lane, 0], tally[lane, 1] = searched, certified
+
+
+@njit(cache=True)
+def _gather(pairs, found, tally, slots, counts):
+    """The lanes' pairs into the slots of their first primitive; returns (the largest
+    count wanted (> S: redo with more slots), the largest lane buffer wanted (> its
+    size: redo with bigger ones), tile pairs searched, certified)."""
+    counts[:] = 0
+    lane_needed = 0
+    for lane in range(LANES):
+        lane_needed = max(lane_needed, found[lane])
+    if lane_needed > pairs.shape[1]:
+        return 0, lane_needed, 0, 0
+    searched = certified = 0
+    for lane in range(LANES):
+        for k in range(found[lane]):
+            _list_pair(pairs[lane, k, 0], pairs[lane, k, 1], slots, counts)
+        searched += tally[lane, 0]
+        certified += tally[lane, 1]
     largest = 0
     for p in range(counts.shape[0]):
         largest = max(largest, counts[p])
-    return largest, searched, certified
+    return largest, lane_needed, searched, certified
+
+
+@njit(cache=True)
+def query_tiles(tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
+                prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
+                x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right,
+                node_tile, node_lo, node_hi, stack, res_a, res_b, x_members, rest_members,
+                spheres_only, near_a, near_b, pairs, found, tally, slots, counts):
+    """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
+    by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
+    against itself, task by task (walk_tasks), and each pair of tiles whose boxes come
+    within ``reach`` (m) is certified or searched. Returns _gather's tuple."""
+    for lane in range(LANES):
+        _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                  reach, prim_start, prim_list, part_start, tile_component, rest_mean, frame,
+                  extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left,
+                  node_right, node_tile, node_lo, node_hi, stack, res_a, res_b, x_members,
+                  rest_members, spheres_only, near_a, near_b, pairs, found, tally)
+    return _gather(pairs, found, tally, slots, counts)
+
+
+@njit(cache=True, parallel=True)
+def query_tiles_parallel(tasks, x, prims, adj_start, adj_list, component, rest_x,
+                         exclude_sq, reach, prim_start, prim_list, part_start, tile_component,
+                         rest_mean, frame, extent, x_mean, stretch, in_plane, rho, sigma, lo,
+                         hi, node_left, node_right, node_tile, node_lo, node_hi, stack, res_a,
+                         res_b, x_members, rest_members, spheres_only, near_a, near_b, pairs,
+                         found, tally, slots, counts):
+    """query_tiles with the lanes on numba's threads: the same list."""
+    for lane in prange(LANES):
+        _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
+                  reach, prim_start, prim_list, part_start, tile_component, rest_mean, frame,
+                  extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left,
+                  node_right, node_tile, node_lo, node_hi, stack, res_a, res_b, x_members,
+                  rest_members, spheres_only, near_a, near_b, pairs, found, tally)
+    return _gather(pairs, found, tally, slots, counts)
