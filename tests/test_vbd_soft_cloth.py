@@ -46,3 +46,4 @@ def test_inertia_guess_gains_energy_on_the_soft_cloth():
     sim = rs.Simulation(soft_cloth(), dt=1 / 60, integrator="vbd")
     sim.integrator_object.initialisation = "inertia"
     assert largest_energy_gain(sim, 90) > 0.5
+

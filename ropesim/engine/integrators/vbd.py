@@ -241,7 +241,9 @@ class VBD(Integrator):
     ``iterations`` = sweeps of the last step, ``residual`` = |f| of its last sweep over
     |M (y - x_t) / h^2| (the force imbalance left, relative to the step's inertial
     force), ``converged`` = that residual is finite. The kernels read the Params every
-    sweep, so parameter edits need no notice; a topology edit rebuilds the adjacency.
+    step, but the grid kernels' copy of the springs' rest lengths, k and c/h is kept
+    until a spring edit (notify_model_changed) or a new dt; a topology edit rebuilds the
+    adjacency.
     """
 
     name = "vbd"
@@ -281,6 +283,7 @@ class VBD(Integrator):
         # wide grids: the vectorised sweeps (their layout and work arrays); narrow ones:
         # the scalar pair sweeps (kernels/grid_vbd_pairs.py)
         self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
+        self._springs_dt: float | None = None  # the dt the grid layout's coefficients are for
         if self._grid_runs:
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
@@ -296,6 +299,8 @@ class VBD(Integrator):
     def notify_model_changed(self, flags: Changed) -> None:
         if flags & Changed.TOPOLOGY:  # new spring list: adjacency and colours again
             self._set_up_springs()
+        if flags & Changed.SPRINGS:  # the grid layout's spring coefficients again
+            self._springs_dt = None
 
     @property
     def initialisation(self) -> str:
@@ -335,7 +340,8 @@ class VBD(Integrator):
                 vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
                 p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping, dt,
                 self._grid.cols, self._grid.blocks, *self._pattern, self._iterations,
-                self._rho, self._force_sq, *self._grid_scratch)
+                self._rho, self._force_sq, *self._grid_scratch, self._springs_dt != dt)
+            self._springs_dt = dt
         elif self._grid is not None:
             force_sq = self._passes.run(
                 vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
