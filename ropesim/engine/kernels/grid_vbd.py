@@ -212,11 +212,9 @@ def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_soa_load(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, cols, blocks, p, off, soa,
-                  m_h2, fix, rest_b, k_b, ch_b):
+def grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix):
     """Copy the step into the sweep layout: positions, start positions and inertia
-    targets into soa's rows, m/h^2 (kg/s^2), the fixed flags, and each spring's rest
-    length, k and c/h into row b (its block) of rest_b, k_b, ch_b at its first end."""
+    targets into soa's rows, m/h^2 (kg/s^2) and the fixed flags."""
     rows = x.shape[0] // cols
     for r in range(rows):
         for m in range(p):
@@ -229,6 +227,14 @@ def grid_soa_load(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, cols, blocks, p
                     soa[SOA_Y + d, e] = y[i, d]
                 m_h2[e] = inv_h * inv_h / inv_mass[i]
                 fix[e] = fixed[i]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b):
+    """Each spring's rest length, k and c/h into row b (its block) of rest_b, k_b, ch_b
+    at its first end's layout entry (kept between steps: integrators/vbd.py copies them
+    again after a spring edit or a change of dt)."""
+    rows = k_b.shape[1] // cols
     for b in range(blocks.shape[0]):
         dr, first, c0, c1 = blocks[b, 0], blocks[b, 2], blocks[b, 3], blocks[b, 4]
         for r in range(rows - dr):
@@ -399,15 +405,18 @@ def summed(values):
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, iterations,
-                 rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc):
+                 rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc,
+                 load_springs):
     """The body of both grid sweep kernels: prange runs the rows of a colour in parallel
     in vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two particles of a
     colour share a spring: the same bits); returns sum |f|^2 of the last sweep, N^2,
-    summed in index order in both."""
+    summed in index order in both. ``load_springs``: copy the springs' coefficients into
+    rest_b, k_b, ch_b first (else they are the last call's)."""
     rows = x.shape[0] // cols
     inv_h = 1.0 / h
-    grid_soa_load(x, x_t, y, inv_mass, fixed, rest, k, c, inv_h, cols, blocks, p, off, soa,
-                  m_h2, fix, rest_b, k_b, ch_b)
+    grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix)
+    if load_springs:
+        grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b)
     omega = 1.0
     if rho > 0.0:
         copy_rows(soa, SOA_X, SOA_X1)
@@ -425,19 +434,19 @@ def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def vbd_grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
                     iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b,
-                    ch_b, acc):
+                    ch_b, acc, load_springs):
     """``iterations`` serial sweeps over the grid colours (the tables and work arrays off
     ... acc from grid_scratch); x and force_sq updated; returns sum |f|^2 of the last, N^2."""
     return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
                         iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
-                        k_b, ch_b, acc)
+                        k_b, ch_b, acc, load_springs)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def vbd_grid_sweeps_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
                              iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq,
-                             rest_b, k_b, ch_b, acc):
+                             rest_b, k_b, ch_b, acc, load_springs):
     """vbd_grid_sweeps with the rows of each colour in parallel (identical results)."""
     return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
                         iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
-                        k_b, ch_b, acc)
+                        k_b, ch_b, acc, load_springs)
