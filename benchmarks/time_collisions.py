@@ -7,7 +7,9 @@ written with Warp's hash grid on the CPU (benchmarks/peers_collision.py).
 Per size: two simulations of the cloth, self-collision on and off, run a warm-up from
 rest (the cloth swings down and bunches up, so there is contact), then
 
-1. steps/s with and without self-collision, timed in alternating rounds;
+1. steps/s with and without self-collision, timed in alternating rounds (and again
+   from FOLDED_S = 1.5 s, when the cloth's free side lies on it in layers and there
+   are thousands of contacts);
 2. the pass alone: on each step of the simulation with self-collision, the state the
    pass is about to see is copied, ropesim's pass runs on the live state and Warp's on
    the copy, alternating which goes first, each timed by itself; printed are the
@@ -36,7 +38,8 @@ from tables import print_table, sizes_parser  # noqa: E402
 from workload import DT, GRAVITY, cloth_arrays, cloth_system  # noqa: E402
 
 WARM_UP_S = 0.5  # simulated seconds before timing: the cloth has swung down and bunched
-STEPS = {32: 200, 64: 100, 128: 40, 256: 10}
+FOLDED_S = 1.5  # and later: its free side has swung over and lies on it in layers
+STEPS = {32: 200, 64: 100, 128: 40, 256: 10}  # per round
 
 
 def make(n: int, self_collision: bool) -> rs.Simulation:
@@ -74,18 +77,24 @@ class TimedPasses:
         return touching
 
 
-def run(n: int, rounds: int) -> dict:
-    on, off = make(n, True), make(n, False)
-    warm = round(WARM_UP_S / DT)
-    on.step(warm)
-    off.step(warm)
-    steps = STEPS.get(n, 20)
-    rates = {True: [], False: []}
+def rates_at(on: rs.Simulation, off: rs.Simulation, t: float, steps: int,
+             rounds: int) -> dict[bool, float]:
+    """Median steps/s with self-collision on and off from time t (s), alternating."""
+    for sim in (on, off):
+        sim.step(max(0, round((t - sim.time) / DT)))
+    rates: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(rounds):
         for flag, sim in ((True, on), (False, off)):
             start = time.perf_counter()
             sim.step(steps)
             rates[flag].append(steps / (time.perf_counter() - start))
+    return {flag: float(np.median(r)) for flag, r in rates.items()}
+
+
+def run(n: int, rounds: int) -> dict:
+    on, off = make(n, True), make(n, False)
+    steps = STEPS.get(n, 20)
+    rates = rates_at(on, off, WARM_UP_S, steps, rounds)
     warp = WarpHashGridPass(cloth_arrays(n), on.thickness, EXCLUDE_FACTOR, on.self_friction)
     timed = TimedPasses(on, warp)
     on._self_collision.apply = timed
@@ -96,13 +105,16 @@ def run(n: int, rounds: int) -> dict:
     timed.ours.clear()
     timed.theirs.clear()
     on.step(steps * rounds)
-    return {
-        "n": n, "steps_on": float(np.median(rates[True])), "steps_off": float(np.median(rates[False])),
+    result = {
+        "n": n, "steps_on": rates[True], "steps_off": rates[False],
         "ours_ms": 1e3 * float(np.mean(timed.ours)),
         "warp_ms": 1e3 * float(np.mean(timed.theirs)),
         "rebuilds": (neighbours.builds - builds) / (steps * rounds),
-        "pairs": neighbours.n_pairs,
     }
+    on._self_collision.apply = timed.apply
+    folded = rates_at(on, off, FOLDED_S, steps, rounds)
+    result.update(folded_on=folded[True], folded_off=folded[False], pairs=neighbours.n_pairs)
+    return result
 
 
 def row(n: int, rounds: int) -> list[str]:
@@ -110,13 +122,16 @@ def row(n: int, rounds: int) -> list[str]:
     return [f"{n}", f"{n * n:,}", f"{r['steps_off']:,.0f}", f"{r['steps_on']:,.0f}",
             f"{r['steps_on'] / r['steps_off']:.2f}", f"{r['ours_ms']:.3f}",
             f"{r['warp_ms']:.3f}", f"**{r['warp_ms'] / r['ours_ms']:.2f}x**",
-            f"{r['rebuilds']:.2f}"]
+            f"{r['rebuilds']:.2f}", f"{r['folded_off']:,.0f}", f"{r['folded_on']:,.0f}",
+            f"{r['pairs']:,}"]
 
 
 def main() -> None:
     args = sizes_parser(__doc__, [32, 64, 128, 256]).parse_args()
     print_table(("N", "particles", "steps/s off", "steps/s on", "on / off", "ropesim pass ms",
-                 "Warp HashGrid pass ms", "Warp / ropesim", "rebuilds per step"),
+                 "Warp HashGrid pass ms", "Warp / ropesim", "rebuilds per step",
+                 f"steps/s off at {FOLDED_S:g} s", f"steps/s on at {FOLDED_S:g} s",
+                 f"pairs listed at {FOLDED_S:g} s"),
                 (row(n, args.rounds) for n in args.sizes))
 
 

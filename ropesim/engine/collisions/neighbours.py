@@ -56,21 +56,25 @@ LONG_LIVED = 16
 SKIN_STEP = 1.4
 #: side of the cells of the local drift check, in thicknesses (at least)
 DRIFT_CELLS = 4.0
-#: candidate slots per primitive to start with (doubled when a build needs more)
-START_SLOTS = 16
+#: room for candidate pairs to start with (doubled when a build needs more)
+START_PAIRS = 1024
 #: after this many lists in a row that each lasted one step, the drift checks (which then
-#: cost about a rebuild's time and save nothing) run only on every PROBE_EVERY-th step,
-#: the other steps rebuild at once, until a list lasts longer; a list built for a step
-#: that rebuilds at once has no skin (reach = thickness: fewer tile pairs to settle)
+#: cost about a rebuild's time and save nothing) run only on every probe_every-th step
+#: of the streak (PROBE_EVERY, doubled after each probe that fails, up to
+#: MAX_PROBE_EVERY), the other steps rebuild at once, until a list lasts longer; a list
+#: built for a step that rebuilds at once has no skin (reach = thickness: fewer tile
+#: pairs to settle)
 SKIP_CHECKS_AFTER = 4
-PROBE_EVERY = 32
+PROBE_EVERY = 8
+MAX_PROBE_EVERY = 128
 
 
 @njit(cache=True)
-def _largest_radius(x, prims):
-    """The largest bounding-ball radius (m) of the capsules and triangles (spheres: 0)."""
+def _largest_radius(x, prims, first):
+    """The largest bounding-ball radius (m) of the capsules and triangles, which come
+    after the spheres (radius 0) from index ``first``."""
     largest = 0.0
-    for p in range(prims.shape[0]):
+    for p in range(first, prims.shape[0]):
         if prims[p, 0] != prims[p, 2]:
             largest = max(largest, bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])[3])
     return largest
@@ -155,16 +159,16 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
 
 
 class NeighbourList:
-    """Candidate pairs (slots[p, :counts[p]]) of the primitives of a Primitives set,
+    """Candidate pairs (``pairs``: p < q) of the primitives of a Primitives set,
     valid for ``thickness`` (m) while the particles stay within the skin."""
 
     def __init__(self, prims: Primitives, n_particles: int):
         self.prims = prims
         n_prims = prims.prims.shape[0]
         self.tiles = build_tiles(prims)
-        self.slots = np.zeros((n_prims, START_SLOTS), np.int32)
-        self.counts = np.zeros(n_prims, np.int32)
-        self.keys = np.zeros(n_prims, np.int64)  # the touching pairs of a step, p * P + q
+        self.listed = np.zeros((START_PAIRS, 2), np.int32)  # pairs p < q, n_listed of them
+        self.n_listed = 0
+        self.keys = np.zeros(START_PAIRS, np.int64)  # the touching pairs of a step, p * P + q
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
         self.reach = -1.0  # thickness + skin of the last build (m)
@@ -173,6 +177,8 @@ class NeighbourList:
         self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
         self.lived = 0  # updates since the last build
         self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_CHECKS_AFTER)
+        self.probe_every = PROBE_EVERY
+        self.n_spheres = prims.n_spheres
         self.largest_half = 0.0  # m, at the last build
         self.drift_mask = table_mask(n_prims)
         self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
@@ -208,18 +214,22 @@ class NeighbourList:
         """Whether update skips the drift checks this step and rebuilds (see
         SKIP_CHECKS_AFTER)."""
         streak = self.one_step_lists
-        return streak >= SKIP_CHECKS_AFTER and streak % PROBE_EVERY != 0
+        return streak >= SKIP_CHECKS_AFTER and streak % self.probe_every != 0
 
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""
         lasted_one_step = self.built_for == thickness and self.lived == 1
+        if lasted_one_step and self.one_step_lists >= SKIP_CHECKS_AFTER and not self.skips_checks:
+            self.probe_every = min(2 * self.probe_every, MAX_PROBE_EVERY)  # a failed probe
         self.one_step_lists = self.one_step_lists + 1 if lasted_one_step else 0
+        if not lasted_one_step:
+            self.probe_every = PROBE_EVERY
         p = self.prims
         # a list that the next step rebuilds without a check needs no skin
         skin_factor = 0.0 if self.skips_checks else self.skin_factor
         reach = (1.0 + skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
-        self.largest_half = _largest_radius(x, p.prims)
+        self.largest_half = _largest_radius(x, p.prims, self.n_spheres)
         t = self.tiles
         use_parallel = self.chooser.parallel() and parallel.threads() > 1
         fit, query = ((fit_tiles_parallel, query_tiles_parallel) if use_parallel
@@ -229,24 +239,23 @@ class NeighbourList:
             t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
         refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
-            largest, lane_needed, self.searched, self.certified = query(
+            total, lane_needed, self.searched, self.certified = query(
                 t.tasks, x, p.prims, p.adj_start, p.adj_list, p.component, p.rest_x,
                 exclude_sq, reach, t.prim_start, t.prim_list, t.part_start, t.component,
                 t.rest_mean, t.frame, t.extent, t.x_mean, t.stretch, t.in_plane, t.rho,
                 t.sigma, t.lo, t.hi, t.node_left, t.node_right, t.node_tile, t.node_lo,
                 t.node_hi, t.stack, t.res_a, t.res_b, t.x_members, t.rest_members,
                 t.spheres_only, t.near_a, t.near_b, t.lane_pairs, t.lane_found, t.lane_tally,
-                self.slots, self.counts)
+                self.listed)
             if lane_needed > t.lane_pairs.shape[1]:
                 t.lane_pairs = np.zeros((t.lane_pairs.shape[0], 2 * lane_needed, 2), np.int32)
-            elif largest > self.slots.shape[1]:
-                self.slots = np.zeros((self.slots.shape[0], 2 * largest), np.int32)
+            elif total > self.listed.shape[0]:
+                self.listed = np.zeros((2 * total, 2), np.int32)
+                self.keys = np.zeros(2 * total, np.int64)  # for touching_pairs
             else:
                 break
         self.chooser.record(use_parallel, start)
-        listed = int(self.counts.sum())
-        if listed > self.keys.size:  # room for touching_pairs (self_contact.py)
-            self.keys = np.zeros(max(listed, 2 * self.keys.size), np.int64)
+        self.n_listed = total
         self.x_build[:] = x
         self.built_for = thickness
         self.reach = reach
@@ -260,4 +269,9 @@ class NeighbourList:
 
     @property
     def n_pairs(self) -> int:
-        return int(self.counts.sum())
+        return self.n_listed
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """(n_pairs, 2) int32 view: the candidate pairs (p < q) of the last build."""
+        return self.listed[:self.n_listed]

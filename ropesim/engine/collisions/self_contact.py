@@ -81,25 +81,23 @@ def default_thickness(system: SpringSystem) -> float:
 
 
 @njit(cache=True)
-def touching_pairs(x, prims, slots, counts, thickness, keys):
-    """The candidate pairs whose primitives are closer than ``thickness`` (m) now, into
-    keys[:found] as p * P + q (p < q, P primitives), sorted; returns found. Every pair
+def touching_pairs(x, prims, pairs, thickness, keys):
+    """The candidate pairs (n, 2: p < q) whose primitives are closer than ``thickness``
+    (m) now, into keys[:found] as p * P + q (P primitives), sorted; returns found. Every pair
     that close is in the list (neighbours.py), so these keys, and the passes over them,
     depend on the positions only, not on when the list was built."""
     n_prims = prims.shape[0]
     limit_sq = thickness * thickness
     found = 0
-    for p in range(n_prims):
+    for k in range(pairs.shape[0]):
+        p, q = np.int64(pairs[k, 0]), np.int64(pairs[k, 1])
         a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-        for slot in range(counts[p]):
-            q = slots[p, slot]
-            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
-                                      wb2)
-            if gx * gx + gy * gy + gz * gz < limit_sq:
-                keys[found] = p * n_prims + q
-                found += 1
+        b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+        gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
+        if gx * gx + gy * gy + gz * gz < limit_sq:
+            keys[found] = p * n_prims + q
+            found += 1
     keys[:found].sort()
     return found
 
@@ -241,7 +239,7 @@ class SelfCollision:
         nl = self.neighbours
         nl.update(x, self.thickness)
         prims = nl.prims.prims
-        found = touching_pairs(x, prims, nl.slots, nl.counts, self.thickness, nl.keys)
+        found = touching_pairs(x, prims, nl.pairs, self.thickness, nl.keys)
         self.touching = resolve_pairs(x, v, inv_mass, fixed, prims, nl.keys, found,
                                       self.thickness, self.friction, ITERATIONS)
         return self.touching

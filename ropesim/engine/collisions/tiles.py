@@ -451,16 +451,6 @@ def _keep(p, q, pairs, found, lane):
 
 
 @njit(cache=True, inline="always")
-def _list_pair(owner, other, slots, counts):
-    """Put the pair owner < other into the owner's slots (counted past the slots' width,
-    so that the build can redo with wider slots)."""
-    found = counts[owner]
-    if found < slots.shape[1]:
-        slots[owner, found] = other
-    counts[owner] = found + 1
-
-
-@njit(cache=True, inline="always")
 def _residual(x, rest_x, prims, p, t, rest_mean, x_mean, stretch):
     """Largest distance (m) of primitive p's particles from where tile t's map puts
     them, |x_k - f_t(r_k)|."""
@@ -684,26 +674,23 @@ def _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exc
 
 
 @njit(cache=True)
-def _gather(pairs, found, tally, slots, counts):
-    """The lanes' pairs into the slots of their first primitive; returns (the largest
-    count wanted (> S: redo with more slots), the largest lane buffer wanted (> its
-    size: redo with bigger ones), tile pairs searched, certified)."""
-    counts[:] = 0
-    lane_needed = 0
+def _gather(pairs, found, tally, listed):
+    """The lanes' pairs one after the other into listed (L, 2); returns (how many pairs
+    (> L: redo with a longer list), the largest lane buffer wanted (> its size: redo
+    with bigger ones), tile pairs searched, certified)."""
+    lane_needed = total = searched = certified = 0
     for lane in range(LANES):
         lane_needed = max(lane_needed, found[lane])
-    if lane_needed > pairs.shape[1]:
-        return 0, lane_needed, 0, 0
-    searched = certified = 0
-    for lane in range(LANES):
-        for k in range(found[lane]):
-            _list_pair(pairs[lane, k, 0], pairs[lane, k, 1], slots, counts)
         searched += tally[lane, 0]
         certified += tally[lane, 1]
-    largest = 0
-    for p in range(counts.shape[0]):
-        largest = max(largest, counts[p])
-    return largest, lane_needed, searched, certified
+    if lane_needed > pairs.shape[1]:
+        return 0, lane_needed, searched, certified
+    for lane in range(LANES):
+        for k in range(found[lane]):
+            if total < listed.shape[0]:
+                listed[total, 0], listed[total, 1] = pairs[lane, k, 0], pairs[lane, k, 1]
+            total += 1
+    return total, lane_needed, searched, certified
 
 
 @njit(cache=True)
@@ -711,8 +698,8 @@ def query_tiles(tasks, x, prims, adj_start, adj_list, component, rest_x, exclude
                 prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
                 x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right,
                 node_tile, node_lo, node_hi, stack, res_a, res_b, x_members, rest_members,
-                spheres_only, near_a, near_b, pairs, found, tally, slots, counts):
-    """Candidate pairs per primitive into slots (P, S) and counts (P,) from tiles fitted
+                spheres_only, near_a, near_b, pairs, found, tally, listed):
+    """Candidate pairs (p < q) into listed (L, 2) from tiles fitted
     by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
     against itself, task by task (walk_tasks), and each pair of tiles whose boxes come
     within ``reach`` (m) is certified or searched. Returns _gather's tuple."""
@@ -722,7 +709,7 @@ def query_tiles(tasks, x, prims, adj_start, adj_list, component, rest_x, exclude
                   extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left,
                   node_right, node_tile, node_lo, node_hi, stack, res_a, res_b, x_members,
                   rest_members, spheres_only, near_a, near_b, pairs, found, tally)
-    return _gather(pairs, found, tally, slots, counts)
+    return _gather(pairs, found, tally, listed)
 
 
 @njit(cache=True, parallel=True)
@@ -731,7 +718,7 @@ def query_tiles_parallel(tasks, x, prims, adj_start, adj_list, component, rest_x
                          rest_mean, frame, extent, x_mean, stretch, in_plane, rho, sigma, lo,
                          hi, node_left, node_right, node_tile, node_lo, node_hi, stack, res_a,
                          res_b, x_members, rest_members, spheres_only, near_a, near_b, pairs,
-                         found, tally, slots, counts):
+                         found, tally, listed):
     """query_tiles with the lanes on numba's threads: the same list."""
     for lane in prange(LANES):
         _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
@@ -739,4 +726,4 @@ def query_tiles_parallel(tasks, x, prims, adj_start, adj_list, component, rest_x
                   extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left,
                   node_right, node_tile, node_lo, node_hi, stack, res_a, res_b, x_members,
                   rest_members, spheres_only, near_a, near_b, pairs, found, tally)
-    return _gather(pairs, found, tally, slots, counts)
+    return _gather(pairs, found, tally, listed)
