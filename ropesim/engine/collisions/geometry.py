@@ -114,6 +114,8 @@ def pair_weights(x, a0, a1, a2, b0, b1, b2):
     (i, j, k). Sphere and capsule pairs use the segment routine; a sphere against a
     triangle the triangle's closest point; other pairs with a triangle are not tested
     (wa0 = -1)."""
+    if a0 == a2 and b0 == b2:  # two spheres (a cloth's pairs): their particles
+        return 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
     tri_a = a2 != a1
     tri_b = b2 != b1
     if tri_a or tri_b:
