@@ -240,13 +240,13 @@ class NeighbourList:
         refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
         while True:
             total, lane_needed, self.searched, self.certified = query(
-                t.tasks, x, p.prims, p.adj_start, p.adj_list, p.component, p.rest_x,
-                exclude_sq, reach, t.prim_start, t.prim_list, t.part_start, t.component,
-                t.rest_mean, t.frame, t.extent, t.x_mean, t.stretch, t.in_plane, t.rho,
-                t.sigma, t.lo, t.hi, t.node_left, t.node_right, t.node_tile, t.node_lo,
-                t.node_hi, t.stack, t.res_a, t.res_b, t.x_members, t.rest_members,
-                t.spheres_only, t.near_a, t.near_b, t.lane_pairs, t.lane_found, t.lane_tally,
-                self.listed)
+                t.tasks, x, (p.prims, p.adj_start, p.adj_list, p.component, p.rest_x),
+                (t.prim_start, t.prim_list, t.part_start, t.component, t.rest_mean, t.frame,
+                 t.extent, t.rest_members, t.spheres_only),
+                (t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members),
+                (t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi),
+                (t.stack, t.res_a, t.res_b, t.near_a, t.near_b, t.lane_pairs, t.lane_found,
+                 t.lane_tally), self.listed, exclude_sq, reach)
             if lane_needed > t.lane_pairs.shape[1]:
                 t.lane_pairs = np.zeros((t.lane_pairs.shape[0], 2 * lane_needed, 2), np.int32)
             elif total > self.listed.shape[0]:

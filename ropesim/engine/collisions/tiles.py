@@ -592,14 +592,17 @@ def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
 
 
 @njit(cache=True)
-def _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-              prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
-              x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right, node_tile,
-              node_lo, node_hi, stacks, res_as, res_bs, x_members, rest_members, spheres_only,
-              near_as, near_bs, pairs, found, tally):
+def _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, reach):
     """Walk the lane's tasks (every LANES-th, from the lane's index: pairs of tree nodes,
-    see query_tiles) with the lane's scratch (its rows of stacks, res_as, res_bs, near_as,
-    near_bs) into the lane's pair buffer; tile pairs searched and certified go to tally."""
+    see query_tiles) with the lane's rows of the scratch into the lane's pair buffer;
+    tile pairs searched and certified go to tally. The arrays come in the tuples that
+    query_tiles describes."""
+    prims, adj_start, adj_list, component, rest_x = shape
+    (prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
+     rest_members, spheres_only) = tiles
+    x_mean, stretch, in_plane, rho, sigma, lo, hi, x_members = fits
+    node_left, node_right, node_tile, node_lo, node_hi = tree
+    stacks, res_as, res_bs, near_as, near_bs, pairs, found, tally = scratch
     stack, res_a, res_b = stacks[lane], res_as[lane], res_bs[lane]
     near_a, near_b = near_as[lane], near_bs[lane]
     exclude = exclude_sq ** 0.5
@@ -694,36 +697,26 @@ def _gather(pairs, found, tally, listed):
 
 
 @njit(cache=True)
-def query_tiles(tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach,
-                prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
-                x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left, node_right,
-                node_tile, node_lo, node_hi, stack, res_a, res_b, x_members, rest_members,
-                spheres_only, near_a, near_b, pairs, found, tally, listed):
-    """Candidate pairs (p < q) into listed (L, 2) from tiles fitted
-    by fit_tiles and a tree refitted by refit_tree (module docstring): the tree is walked
-    against itself, task by task (walk_tasks), and each pair of tiles whose boxes come
-    within ``reach`` (m) is certified or searched. Returns _gather's tuple."""
+def query_tiles(tasks, x, shape, tiles, fits, tree, scratch, listed, exclude_sq, reach):
+    """Candidate pairs (p < q) into listed (L, 2) from tiles fitted by fit_tiles and a
+    tree refitted by refit_tree (module docstring): the tree is walked against itself,
+    task by task (walk_tasks), and each pair of tiles whose boxes come within ``reach``
+    (m) is certified or searched. The arrays in tuples (Tiles names them): ``shape`` =
+    (prims, adj_start, adj_list, component, rest_x) of the Primitives; ``tiles`` =
+    (prim_start, prim_list, part_start, component, rest_mean, frame, extent,
+    rest_members, spheres_only); ``fits`` = (x_mean, stretch, in_plane, rho, sigma, lo,
+    hi, x_members); ``tree`` = (node_left, node_right, node_tile, node_lo, node_hi);
+    ``scratch`` = (stack, res_a, res_b, near_a, near_b, lane_pairs, lane_found,
+    lane_tally). Returns _gather's tuple."""
     for lane in range(LANES):
-        _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                  reach, prim_start, prim_list, part_start, tile_component, rest_mean, frame,
-                  extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left,
-                  node_right, node_tile, node_lo, node_hi, stack, res_a, res_b, x_members,
-                  rest_members, spheres_only, near_a, near_b, pairs, found, tally)
-    return _gather(pairs, found, tally, listed)
+        _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, reach)
+    return _gather(scratch[5], scratch[6], scratch[7], listed)
 
 
 @njit(cache=True, parallel=True)
-def query_tiles_parallel(tasks, x, prims, adj_start, adj_list, component, rest_x,
-                         exclude_sq, reach, prim_start, prim_list, part_start, tile_component,
-                         rest_mean, frame, extent, x_mean, stretch, in_plane, rho, sigma, lo,
-                         hi, node_left, node_right, node_tile, node_lo, node_hi, stack, res_a,
-                         res_b, x_members, rest_members, spheres_only, near_a, near_b, pairs,
-                         found, tally, listed):
+def query_tiles_parallel(tasks, x, shape, tiles, fits, tree, scratch, listed, exclude_sq,
+                         reach):
     """query_tiles with the lanes on numba's threads: the same list."""
     for lane in prange(LANES):
-        _run_lane(lane, tasks, x, prims, adj_start, adj_list, component, rest_x, exclude_sq,
-                  reach, prim_start, prim_list, part_start, tile_component, rest_mean, frame,
-                  extent, x_mean, stretch, in_plane, rho, sigma, lo, hi, node_left,
-                  node_right, node_tile, node_lo, node_hi, stack, res_a, res_b, x_members,
-                  rest_members, spheres_only, near_a, near_b, pairs, found, tally)
-    return _gather(pairs, found, tally, listed)
+        _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, reach)
+    return _gather(scratch[5], scratch[6], scratch[7], listed)
