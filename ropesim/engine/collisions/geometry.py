@@ -116,6 +116,14 @@ def pair_weights(x, a0, a1, a2, b0, b1, b2):
     (wa0 = -1)."""
     if a0 == a2 and b0 == b2:  # two spheres (a cloth's pairs): their particles
         return 1.0, 0.0, 0.0, 1.0, 0.0, 0.0
+    return _mixed_weights(x, a0, a1, a2, b0, b1, b2)
+
+
+@njit(cache=True)
+def _mixed_weights(x, a0, a1, a2, b0, b1, b2):
+    """pair_weights of a pair with a capsule or a triangle: a call of its own, so that
+    the kernels that inline pair_weights do not each compile the segment and triangle
+    routines."""
     tri_a = a2 != a1
     tri_b = b2 != b1
     if tri_a or tri_b:
