@@ -3,47 +3,40 @@ iterations, compliance, relaxation) and VBD (iterations, Chebyshev, initial gues
 one of them is the current integrator, and its ``sim.solver_stats``.
 
 Edits go to ``sim.integrator_object`` through :func:`set_solver_setting`, which checks
-them as a scene file's are (engine/solver_settings.py) and returns the reason of a
-refusal instead of raising inside the frame; the sliders clamp typed values to their
-range, so the panel itself never asks for a refused value. The Simulation keeps
-one instance per integrator, so the settings stay through switches away and back.
+them as a scene file's are and returns the reason of a refusal instead of raising inside
+the frame. Every widget comes from engine/solver_settings.py's SOLVER_SETTING_TABLE: a
+count or number is a slider over the setting's ``slider`` range (which lies inside its
+allowed range, and typed values are clamped to it, so the panel itself never asks for a
+refused value), a choice a combo, a setting that may be None a checkbox. The Simulation
+keeps one instance per integrator, so the settings stay through switches away and back.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..engine.integrators.vbd import INITIALISATIONS
 from ..engine.simulation import Simulation
-from ..engine.solver_settings import SOLVER_SETTINGS, solver_setting_allowed
+from ..engine.solver_settings import (SOLVER_SETTING_TABLE, SolverSetting,
+                                      solver_setting_refusal)
 
-#: slider ranges of the counts (a typed value may go up to solver_settings.MAX_COUNT)
-SLIDER_COUNTS = {("xpbd", "substeps"): 40, ("xpbd", "iterations"): 20,
-                 ("vbd", "iterations"): 100}
-#: range of the compliance slider, m/N (logarithmic)
-COMPLIANCE_RANGE = (1e-9, 1e-1)
-#: slider ranges of the other numbers (inside their allowed ranges, whose upper ends
-#: are excluded: Chebyshev's rho below 1, XPBD's over-relaxation below 2)
-SLIDER_NUMBERS = {("vbd", "chebyshev_rho"): (0.0, 0.99), ("xpbd", "relaxation"): (1.0, 1.99)}
+#: the number sliders' ranges by (integrator, key), as the table gives them
+SLIDER_NUMBERS = {(name, key): setting.slider
+                  for name, keys in SOLVER_SETTING_TABLE.items()
+                  for key, setting in keys.items() if setting.kind == "number"}
 
 
 def solver_section_shown(sim: Simulation) -> bool:
     """Whether the current integrator has settings of its own (xpbd, vbd)."""
-    return sim.integrator in SOLVER_SETTINGS
+    return sim.integrator in SOLVER_SETTING_TABLE
 
 
 def set_solver_setting(sim: Simulation, key: str, value: Any) -> str | None:
     """Set the current integrator's ``key`` (None for compliance: each spring's 1/k);
     returns None, or why the value was refused (naming the key and the allowed values)."""
-    name = sim.integrator
-    kind, allowed = SOLVER_SETTINGS[name][key]
-    if not (key == "compliance" and value is None):
-        if kind == "number" and not math.isfinite(value) or not solver_setting_allowed(
-                name, key, value):
-            return f"{name}.{key}: allowed {allowed}, got {value!r}"
-    setattr(sim.integrator_object, key, value)
-    return None
+    refused = solver_setting_refusal(sim.integrator, key, value)
+    if refused is None:
+        setattr(sim.integrator_object, key, value)
+    return refused
 
 
 def solver_stats_line(sim: Simulation) -> str:
@@ -54,40 +47,43 @@ def solver_stats_line(sim: Simulation) -> str:
             f"{stats.total_iterations} passes in {stats.implicit_steps} steps")
 
 
+def _setting_widget(imgui: Any, label: str, setting: SolverSetting,
+                    value: Any) -> tuple[bool, Any]:
+    """The slider or combo of one setting (not None), from its table entry."""
+    clamp = imgui.SliderFlags_.always_clamp  # typed values stay in the slider's range
+    if setting.kind == "choice":
+        changed, index = imgui.combo(label, setting.choices.index(value), list(setting.choices))
+        return changed, setting.choices[index]
+    low, high = setting.slider
+    if setting.kind == "count":
+        return imgui.slider_int(label, value, int(low), int(high), "%d", clamp)
+    if setting.log_slider:
+        return imgui.slider_float(label, value, low, high, "%.2e",
+                                  imgui.SliderFlags_.logarithmic | clamp)
+    return imgui.slider_float(label, value, low, high, "%.2f", clamp)
+
+
 def draw_solver_section(imgui: Any, sim: Simulation, stats_line: str | None = None) -> list[str]:
     """Build the section's widgets for the current integrator; returns their labels
     (tests) and leaves a refusal message, if any, in the section. ``stats_line``: the
     solver figures as the panel's live read-outs last computed them (default: now)."""
     name, solver = sim.integrator, sim.integrator_object
-    clamp = imgui.SliderFlags_.always_clamp  # typed values stay in the slider's range
     labels: list[str] = []
     refused = None
-    for key, (kind, _) in SOLVER_SETTINGS[name].items():
-        label = f"{key}###{name}.{key}"
-        labels.append(label)
-        if kind == "count":
-            changed, value = imgui.slider_int(label, getattr(solver, key), 1,
-                                              SLIDER_COUNTS[(name, key)], "%d", clamp)
-        elif key == "compliance":
-            per_spring = solver.compliance is None
-            changed, per_spring_now = imgui.checkbox("compliance = 1/k###xpbd.per_spring",
-                                                     per_spring)
-            labels.append("compliance = 1/k###xpbd.per_spring")
+    for key, setting in SOLVER_SETTING_TABLE[name].items():
+        labels.append(f"{key}###{name}.{key}")
+        value = getattr(solver, key)
+        if setting.none_means:
+            toggle = f"{key} = {setting.none_means}###{name}.{key}.none"
+            labels.append(toggle)
+            changed, is_none = imgui.checkbox(toggle, value is None)
             if changed:
-                refused = set_solver_setting(sim, key, None if per_spring_now else 1e-6)
+                refused = set_solver_setting(sim, key, None if is_none else setting.first)
                 continue
-            if per_spring:
+            if value is None:
                 continue
-            changed, value = imgui.slider_float(label + " [m/N]", solver.compliance,
-                                                *COMPLIANCE_RANGE, "%.2e",
-                                                imgui.SliderFlags_.logarithmic | clamp)
-        elif kind == "number":
-            changed, value = imgui.slider_float(label, getattr(solver, key),
-                                                *SLIDER_NUMBERS[(name, key)], "%.2f", clamp)
-        else:
-            current = INITIALISATIONS.index(getattr(solver, key))
-            changed, index = imgui.combo(label, current, list(INITIALISATIONS))
-            value = INITIALISATIONS[index]
+        unit = f" [{setting.unit}]" if setting.unit else ""
+        changed, value = _setting_widget(imgui, f"{key}{unit}###{name}.{key}", setting, value)
         if changed:
             refused = set_solver_setting(sim, key, value) or refused
     imgui.text(solver_stats_line(sim) if stats_line is None else stats_line)
