@@ -114,11 +114,11 @@ class CollisionSection:
             shown = self._pending.get(index, self.margin_of(sim, collider))
             changed, value = slider(f"{type(collider).__name__.lower()} {index}"
                                     f"###margin-{index}", shown, low, high, "%.4g")
-            if changed and not auto:
-                self._pending[index] = float(value)
+            if changed and not auto:  # imgui's float32, back to the digits shown or typed
+                self._pending[index] = float(f"{value:.7g}")
             if index in self._pending and (not isinstance(collider, Mesh)
                                            or imgui.is_item_deactivated_after_edit()):
                 self.refused = set_collider_margin(sim, index, self._pending.pop(index))
             imgui.end_disabled()
         if self.refused:
-            imgui.text(self.refused)
+            imgui.text_wrapped(self.refused)
