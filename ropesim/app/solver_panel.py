@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..engine.simulation import Simulation
 from ..engine.solver_settings import (SOLVER_SETTING_TABLE, SolverSetting,
                                       solver_setting_refusal)
@@ -37,6 +39,18 @@ def set_solver_setting(sim: Simulation, key: str, value: Any) -> str | None:
     if refused is None:
         setattr(sim.integrator_object, key, value)
     return refused
+
+
+def first_value(sim: Simulation, setting: SolverSetting) -> Any:
+    """The value unticking a setting's None checkbox sets. For the compliance (None:
+    each spring's 1/k) the springs' median 1/k (m/N, over those with stiffness), so the
+    cloth keeps its stiffness at first (a fixed compliance is undamped: the springs'
+    dampers stop acting); else, or without a stiff spring, the table's ``first``."""
+    if setting.none_means == "1/k":
+        stiffness = sim.stiffness[sim.stiffness > 0]
+        if stiffness.size:
+            return float(np.median(1.0 / stiffness.astype(np.float64)))
+    return setting.first
 
 
 def solver_stats_line(sim: Simulation) -> str:
@@ -78,7 +92,8 @@ def draw_solver_section(imgui: Any, sim: Simulation, stats_line: str | None = No
             labels.append(toggle)
             changed, is_none = imgui.checkbox(toggle, value is None)
             if changed:
-                refused = set_solver_setting(sim, key, None if is_none else setting.first)
+                refused = set_solver_setting(sim, key,
+                                             None if is_none else first_value(sim, setting))
                 continue
             if value is None:
                 continue

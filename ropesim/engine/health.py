@@ -270,6 +270,10 @@ class HealthCheck:
         self._chooser = (parallel.Chooser() if spring_a.shape[0] >= PARALLEL_MIN_SPRINGS
                          else None)
         self._forces = np.zeros((n, 3), positions.dtype)  # spring forces, for the grab
+        # the springs' own stiffness, and the one the check uses under a compliance
+        # (follow_compliance): None while the springs act with their own k
+        self._own_stiffness = stiffness
+        self._compliance: float | None = None
         self._grab_x = np.zeros(3)
         self._grab_start = np.zeros(3)
         self.rebase(positions, velocities)
@@ -320,10 +324,29 @@ class HealthCheck:
         chooser.record(use_parallel, start)
         return self._out
 
+    def follow_compliance(self, compliance: float | None) -> bool:
+        """The springs act with one compliance ``compliance`` (m/N, > 0: XPBD's setting)
+        instead of their own 1/k, or again with their own k (None; 0, rigid rods, holds
+        every spring at its rest length, where its own k stores no energy either). The
+        elastic energy and the stretch check then use k = 1/compliance for every spring
+        that has stiffness (a broken or cut one still holds nothing): a different, maybe
+        much stiffer, cloth whose energy in the current stretch is not the old one's.
+        Returns whether that changed: then :meth:`rebase`, as after a stiffness edit."""
+        compliance = float(compliance) if compliance else None
+        if compliance == self._compliance:
+            return False
+        self._compliance = compliance
+        self.stiffness = (self._own_stiffness if compliance is None
+                          else np.empty_like(self._own_stiffness))
+        return True
+
     def rebase(self, x: np.ndarray, v: np.ndarray) -> None:
         """Make (x, v) the reference state: the energy and the grab's work count from
         here, and the energy scale and the stretch reference are taken from it. Raises
         ValueError for a non-finite state."""
+        if self._compliance is not None:  # 1/compliance where the springs' own k > 0
+            stiff = min(1.0 / self._compliance, float(np.finfo(self.stiffness.dtype).max))
+            np.copyto(self.stiffness, np.where(self._own_stiffness > 0, stiff, 0.0))
         out = self._scan(x, v)
         if out[_NONFINITE] >= 0:
             raise ValueError(f"rebase: the state is not finite at particle {int(out[_NONFINITE])}")

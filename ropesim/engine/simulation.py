@@ -276,6 +276,10 @@ class Simulation(TopologyEditing):
         self._ring = CheckpointRing(n, dtype, RING_SIZE)
         self._ring.save(self._x, self._v, 0.0, 0)
         self._rebase_due = False
+        # an edit moved a surface that particles touch (a collider's margin, the
+        # self-collision thickness or switch): the next step's contact pass pushes them
+        # out at once, and the state after it is the health check's new reference
+        self._push_out_due = False
         assert self._x.shape == (n, 3)
 
     # --- settings (validated, live) ----------------------------------------------------
@@ -448,7 +452,7 @@ class Simulation(TopologyEditing):
         self._contacts = value
         if hasattr(self, "_health"):
             self._watch_energy()
-            self._rebase_due = True
+            self._rebase_due = self._push_out_due = True
 
     def move_collider(self, i: int, over: float | None = None, **changes: Any) -> None:
         """Move contact i (a Box, Capsule or Mesh) now: any of its fields, e.g. center=,
@@ -653,17 +657,19 @@ class Simulation(TopologyEditing):
         count = _count(n, "n (number of steps)", 0, MAX_STEPS_PER_CALL)
         if self._summarised:
             self._look_for_writes()
+        if self._health.follow_compliance(getattr(self._integrator, "compliance", None)):
+            self._rebase_due = True  # the springs' model changed (XPBD's compliance)
         if self._rebase_due:
-            self._health.rebase(self._x, self._v)
-            if self._grabbed is not None:
-                self._health.start_grab(self._x, self._v, self._grabbed)
-            self._rebase_due = False
+            self._rebase()
         if self._ledger is not None:  # the energy budget: changes since the last step
             self._ledger.between_steps(self)
         for _ in range(count):
             max_speed_sq = self._advance()
             if not max_speed_sq <= self._max_speed_sq:
                 self._diverged(self._speed_reason(max_speed_sq))
+            if self._push_out_due:  # an edit's push-out is done: the work it did counts
+                self._push_out_due = False
+                self._rebase()
             if self._grabbed is not None:  # the grab's work, step by step
                 self._health.follow_grab(self._x, self._v, self._grabbed)
             steps = self._state.step_count
@@ -673,6 +679,14 @@ class Simulation(TopologyEditing):
                     self._diverged(reason)
                 if steps % CHECKPOINT_EVERY == 0:
                     self._ring.save(self._x, self._v, self._state.time, steps)
+
+    def _rebase(self) -> None:
+        """The state now is the health check's reference (and the grab's work counts
+        from it)."""
+        self._health.rebase(self._x, self._v)
+        if self._grabbed is not None:
+            self._health.start_grab(self._x, self._v, self._grabbed)
+        self._rebase_due = False
 
     def step_chunks(self, n: int, every: int) -> Iterator[int]:
         """Take n steps in calls of at most ``every`` steps, yielding the steps done
@@ -1027,6 +1041,7 @@ class Simulation(TopologyEditing):
     @self_collision.setter
     def self_collision(self, value: bool) -> None:
         self._self_collision.enabled = check_switch(value, "self_collision")
+        self._push_out_due = True  # layers that overlap now are pushed apart
 
     @property
     def thickness(self) -> float:
@@ -1036,6 +1051,7 @@ class Simulation(TopologyEditing):
     @thickness.setter
     def thickness(self, value: float) -> None:
         self._self_collision.thickness = check_thickness(value, self.dtype)
+        self._push_out_due = True  # layers closer than the new thickness are pushed apart
 
     @property
     def self_friction(self) -> float:
