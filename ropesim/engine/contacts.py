@@ -33,10 +33,6 @@ from .collisions.primitives import build_primitives
 from .collisions.self_contact import median_triangle_edge
 from .model import SpringSystem, as_float_array, check_number, show
 
-#: m/s: how fast a collider's grown margin moves its surface out (ContactSet.ease_margins):
-#: a step of the table top's 0.008 m to 0.04 m in one edit takes 0.32 s
-MARGIN_SPEED = 0.1
-
 @dataclass(frozen=True)
 class Ground:
     """Horizontal floor at y = height (m) with Coulomb friction coefficient (0..10)."""
@@ -224,8 +220,6 @@ class ContactSet:
         # per table row: the move made between steps that the next step carries out
         self.jumps = np.zeros((len(rows), JUMP_COLUMNS))
         self._driven = False  # moved from Python at least once
-        # per table row: the margin (m) a grown one is still on its way to (ease_margins)
-        self._growing: dict[int, float] = {}
         self._scratch = np.zeros(24)
         self._segment_scratch = np.zeros(15)
         self._bounds = np.zeros((len(rows), 13))  # the broad phase's collider boxes
@@ -250,43 +244,6 @@ class ContactSet:
         return (self._driven or bool(self._paths) or len(self.segments) > 0
                 or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0)))
 
-    @property
-    def easing(self) -> bool:
-        """Whether a grown margin is still on its way out (ease_margins)."""
-        return bool(self._growing)
-
-    def ease_margins(self, previous: ContactSet | None) -> None:
-        """Start each collider whose margin grew from the margin it had in ``previous``
-        (the set this one replaces, with the same colliders in the same order; else
-        nothing eases): the surface then moves out at MARGIN_SPEED m/s over the next
-        steps, pushing what rests on it along. Grown in one step, it would push the
-        particles beside it out through the nearest face (a tablecloth's side hanging
-        by a table top goes under the top: 40 J of stretch stay in the cloth for a
-        0.008 to 0.032 m edit on `table`). A smaller margin applies at once."""
-        if previous is None or not np.array_equal(previous.colliders[:, KIND],
-                                                  self.colliders[:, KIND]):
-            return
-        for row, (old, new) in enumerate(zip(previous._margins, self._margins)):
-            if new > old:
-                self._growing[row] = new
-                self._set_margin(row, old)
-
-    def _set_margin(self, row: int, margin: float) -> None:
-        """Table row ``row``'s surface grown by ``margin`` (m) instead of its margin now."""
-        grow = margin - self._margins[row]
-        kind = self.colliders[row, KIND]
-        sizes = slice(P0, P0 + 3) if kind == BOX else P0 + 1 if kind == CAPSULE else P0
-        self.colliders[row, sizes] += grow
-        self._margins[row] = margin
-
-    def _grow_margins(self, dt: float) -> None:
-        """This step's piece of the growing margins (MARGIN_SPEED x dt each)."""
-        for row, target in list(self._growing.items()):
-            margin = min(target, self._margins[row] + MARGIN_SPEED * dt)
-            self._set_margin(row, margin)
-            if margin >= target:
-                del self._growing[row]
-
     def remember(self, x: np.ndarray) -> None:
         """Keep the positions before a step (the start of the swept segments)."""
         if self.swept:
@@ -296,8 +253,6 @@ class ContactSet:
                 time: float, dt: float, planar: bool) -> int:
         """The contact pass after a step from ``time`` (s) of ``dt`` (s): one kernel call
         (``inv_mass`` 1/kg per particle shares a rope segment's push)."""
-        if self._growing:
-            self._grow_margins(dt)
         for row, collider in self._paths:  # this step's piece of the keyframes, at its speed
             self.colliders[row] = keyframe_row(collider, int(self.colliders[row, MESH_INDEX]),
                                                time, dt, self._margins[row])

@@ -448,7 +448,6 @@ class Simulation(TopologyEditing):
         check_fits_dtype(reach, self.dtype, "contacts (sphere |centre| + radius)", "m")
         check_fits_dtype(grounds[:, 0], self.dtype, "contacts (ground height)", "m")
         check_fits_dtype(packed.reach, self.dtype, "contacts (collider extent)", "m")
-        packed.ease_margins(getattr(self, "_contact_set", None))  # a grown margin eases out
         self._contact_set = packed
         self._contacts = value
         if hasattr(self, "_health"):
@@ -669,7 +668,7 @@ class Simulation(TopologyEditing):
             if not max_speed_sq <= self._max_speed_sq:
                 self._diverged(self._speed_reason(max_speed_sq))
             if self._push_out_due:  # an edit's push-out is done: the work it did counts
-                self._push_out_due = self._contact_set.easing  # a margin grows: step by step
+                self._push_out_due = False
                 self._rebase()
             if self._grabbed is not None:  # the grab's work, step by step
                 self._health.follow_grab(self._x, self._v, self._grabbed)
