@@ -183,3 +183,25 @@ def test_residual_is_computed_when_read_from_the_last_step():
     assert expected > 0.0
     assert sim.solver_stats.residual == expected == sim.solver_stats.residual
     assert sim.solver_stats.converged and sim.solver_stats.iterations == xpbd.substeps
+
+
+@pytest.mark.parametrize("compliance", [None, 1e-4, 0.0])
+@pytest.mark.parametrize("grid", [True, False])
+def test_a_broken_spring_stays_broken_with_any_compliance(compliance, grid):
+    """A broken spring has stiffness 0 and exerts no force (Simulation.broken): with each
+    spring's own compliance 1/k, a fixed compliance or rigid rods (0), a cloth whose
+    middle column of springs is broken falls apart into two halves."""
+    cloth = rs.cloth(nx=6, ny=4, spacing=0.1, pins="none")
+    sim = rs.Simulation(cloth, dt=1 / 60, gravity=(0.0, 0.0, 0.0), integrator="xpbd",
+                        grid_kernels=grid)
+    sim.integrator_object.compliance = compliance
+    x = cloth.positions3()[:, 0]
+    springs = np.asarray(cloth.springs)
+    left = x < 0.25
+    crossing = left[springs[:, 0]] != left[springs[:, 1]]
+    sim.break_springs(np.flatnonzero(crossing))
+    sim.velocities[left, 0] = -1.0
+    sim.step(30)
+    gap = sim.positions[~left, 0].min() - sim.positions[left, 0].max()
+    assert gap > 0.1 + 0.4  # the halves parted at 1 m/s for 0.5 s
+    assert sim.solver_stats.residual < 1e-3  # the broken springs are not constraints

@@ -42,6 +42,10 @@ from .primitives import build_primitives
 
 #: Gauss-Seidel passes over the contact pairs per step
 ITERATIONS = 4
+#: a touching pair (p, q) is the key (p << KEY_SHIFT) | q: sorted keys order the pairs
+#: by p, then q, and a shift and a mask decode them (no division in the passes)
+KEY_SHIFT = 31
+KEY_MASK = (1 << KEY_SHIFT) - 1
 #: default thickness in particle spacings (see the module docstring)
 DEFAULT_THICKNESS_FACTOR = 0.8
 #: default thickness (m) of a system without springs, in bounding-box diagonals
@@ -80,23 +84,41 @@ def default_thickness(system: SpringSystem) -> float:
     return NO_SPRING_THICKNESS * max(extent, 1.0)
 
 
+@njit(cache=True, inline="always")
+def _spheres(prims, p, q):
+    """(a0, b0, both): the first particles of primitives p and q, and whether both are
+    spheres (a cloth's pairs: their gap is x[a0] - x[b0], no weights needed)."""
+    a0, b0 = prims[p, 0], prims[q, 0]
+    return a0, b0, a0 == prims[p, 2] and b0 == prims[q, 2]
+
+
+@njit(cache=True, inline="always")
+def _sphere_gap(x, a0, b0):
+    """x[a0] - x[b0] in float64 (m): weighted_gap's value for two spheres, bit for bit."""
+    return (np.float64(x[a0, 0]) - x[b0, 0], np.float64(x[a0, 1]) - x[b0, 1],
+            np.float64(x[a0, 2]) - x[b0, 2])
+
+
 @njit(cache=True)
 def touching_pairs(x, prims, pairs, thickness, keys):
     """The candidate pairs (n, 2: p < q) whose primitives are closer than ``thickness``
-    (m) now, into keys[:found] as p * P + q (P primitives), sorted; returns found. Every pair
-    that close is in the list (neighbours.py), so these keys, and the passes over them,
-    depend on the positions only, not on when the list was built."""
-    n_prims = prims.shape[0]
+    (m) now, into keys[:found] as (p << KEY_SHIFT) | q, sorted (by p, then q); returns
+    found. Every pair that close is in the list (neighbours.py), so these keys, and the
+    passes over them, depend on the positions only, not on when the list was built."""
     limit_sq = thickness * thickness
     found = 0
     for k in range(pairs.shape[0]):
         p, q = np.int64(pairs[k, 0]), np.int64(pairs[k, 1])
-        a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-        b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-        gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
+        a0, b0, spheres = _spheres(prims, p, q)
+        if spheres:
+            gx, gy, gz = _sphere_gap(x, a0, b0)
+        else:
+            a1, a2, b1, b2 = prims[p, 1], prims[p, 2], prims[q, 1], prims[q, 2]
+            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                      wb2)
         if gx * gx + gy * gy + gz * gz < limit_sq:
-            keys[found] = p * n_prims + q
+            keys[found] = (p << KEY_SHIFT) | q
             found += 1
     keys[:found].sort()
     return found
@@ -107,71 +129,122 @@ def resolve_pairs(x, v, inv_mass, fixed, prims, keys, found, thickness, friction
                   iterations):
     """Project the touching pairs keys[:found] (touching_pairs) apart (module
     docstring); returns how many pair projections ran (a pair counts once per pass it
-    was found penetrating)."""
-    n_prims = prims.shape[0]
+    was found penetrating). Two spheres take the short way (_project_spheres), with the
+    arithmetic of the general one (_project_pair) for weights (1, 0, 0, 1, 0, 0)."""
     touching = 0
     for _ in range(iterations):
         moved = 0
         for k in range(found):
-            p, q = keys[k] // n_prims, keys[k] % n_prims
-            a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
-            b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
-            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
-            gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
-                                      wb1, wb2)
-            dist_sq = gx * gx + gy * gy + gz * gz
-            if dist_sq >= thickness * thickness:
-                continue
-            dist = dist_sq ** 0.5
-            if dist > 1e-12 * thickness:
-                nx, ny, nz = gx / dist, gy / dist, gz / dist
-            else:  # on top of each other: push along y
-                nx, ny, nz = 0.0, 1.0, 0.0
-            # weight x inverse mass of each end (0: pinned or grabbed; a repeated
-            # index of a sphere or capsule has weight 0)
-            ka0 = 0.0 if fixed[a0] else wa0 * inv_mass[a0]
-            ka1 = 0.0 if fixed[a1] else wa1 * inv_mass[a1]
-            ka2 = 0.0 if fixed[a2] else wa2 * inv_mass[a2]
-            kb0 = 0.0 if fixed[b0] else wb0 * inv_mass[b0]
-            kb1 = 0.0 if fixed[b1] else wb1 * inv_mass[b1]
-            kb2 = 0.0 if fixed[b2] else wb2 * inv_mass[b2]
-            total = (ka0 * wa0 + ka1 * wa1 + ka2 * wa2 + kb0 * wb0 + kb1 * wb1
-                     + kb2 * wb2)
-            if total <= 0.0:
-                continue
-            lam = (thickness - dist) / total
-            _push(x, a0, ka0 * lam, nx, ny, nz)
-            _push(x, a1, ka1 * lam, nx, ny, nz)
-            _push(x, a2, ka2 * lam, nx, ny, nz)
-            _push(x, b0, -kb0 * lam, nx, ny, nz)
-            _push(x, b1, -kb1 * lam, nx, ny, nz)
-            _push(x, b2, -kb2 * lam, nx, ny, nz)
-            moved += 1
-            # relative velocity of the contact points
-            rx, ry, rz = weighted_gap(v, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
-                                      wb2)
-            vn = rx * nx + ry * ny + rz * nz
-            if vn >= 0.0:
-                continue
-            jn = -vn / total  # normal impulse per unit of the weights (kg m/s)
-            tx, ty, tz = rx - vn * nx, ry - vn * ny, rz - vn * nz
-            vt = (tx * tx + ty * ty + tz * tz) ** 0.5
-            jx, jy, jz = jn * nx, jn * ny, jn * nz
-            if vt > 0.0:
-                jt = min(vt / total, friction * jn) / vt
-                jx -= jt * tx
-                jy -= jt * ty
-                jz -= jt * tz
-            _push(v, a0, ka0, jx, jy, jz)
-            _push(v, a1, ka1, jx, jy, jz)
-            _push(v, a2, ka2, jx, jy, jz)
-            _push(v, b0, -kb0, jx, jy, jz)
-            _push(v, b1, -kb1, jx, jy, jz)
-            _push(v, b2, -kb2, jx, jy, jz)
+            p, q = keys[k] >> KEY_SHIFT, keys[k] & KEY_MASK
+            a0, b0, spheres = _spheres(prims, p, q)
+            if spheres:
+                moved += _project_spheres(x, v, inv_mass, fixed, a0, b0, thickness,
+                                          friction)
+            else:
+                moved += _project_pair(x, v, inv_mass, fixed, prims, p, q, thickness,
+                                       friction)
         touching += moved
         if moved == 0:
             break
     return touching
+
+
+@njit(cache=True, inline="always")
+def _normal(gx, gy, gz, thickness):
+    """(distance, normal) of a gap (m) closer than the thickness; (-1, 0) if it is not.
+    Two points on top of each other are pushed along y."""
+    dist_sq = gx * gx + gy * gy + gz * gz
+    if dist_sq >= thickness * thickness:
+        return -1.0, 0.0, 0.0, 0.0
+    dist = dist_sq ** 0.5
+    if dist > 1e-12 * thickness:
+        return dist, gx / dist, gy / dist, gz / dist
+    return dist, 0.0, 1.0, 0.0
+
+
+@njit(cache=True, inline="always")
+def _impulse(rx, ry, rz, nx, ny, nz, total, friction):
+    """(approaching, j): whether the contact points approach (relative velocity r, m/s,
+    along the normal n below 0), and the impulse per unit of the weights (kg m/s) that
+    removes the approach and takes up to ``friction`` times it off the tangential
+    part (Coulomb)."""
+    vn = rx * nx + ry * ny + rz * nz
+    if vn >= 0.0:
+        return False, 0.0, 0.0, 0.0
+    jn = -vn / total
+    tx, ty, tz = rx - vn * nx, ry - vn * ny, rz - vn * nz
+    vt = (tx * tx + ty * ty + tz * tz) ** 0.5
+    jx, jy, jz = jn * nx, jn * ny, jn * nz
+    if vt > 0.0:
+        jt = min(vt / total, friction * jn) / vt
+        jx -= jt * tx
+        jy -= jt * ty
+        jz -= jt * tz
+    return True, jx, jy, jz
+
+
+@njit(cache=True, inline="always")
+def _project_spheres(x, v, inv_mass, fixed, a0, b0, thickness, friction):
+    """_project_pair for two spheres (particles a0, b0); returns 1 if it moved them."""
+    gx, gy, gz = _sphere_gap(x, a0, b0)
+    dist, nx, ny, nz = _normal(gx, gy, gz, thickness)
+    if dist < 0.0:
+        return 0
+    ka0 = 0.0 if fixed[a0] else inv_mass[a0]
+    kb0 = 0.0 if fixed[b0] else inv_mass[b0]
+    total = ka0 + kb0
+    if total <= 0.0:
+        return 0
+    lam = (thickness - dist) / total
+    _push(x, a0, ka0 * lam, nx, ny, nz)
+    _push(x, b0, -kb0 * lam, nx, ny, nz)
+    rx, ry, rz = _sphere_gap(v, a0, b0)
+    approaching, jx, jy, jz = _impulse(rx, ry, rz, nx, ny, nz, total, friction)
+    if approaching:
+        _push(v, a0, ka0, jx, jy, jz)
+        _push(v, b0, -kb0, jx, jy, jz)
+    return 1
+
+
+@njit(cache=True, inline="always")
+def _project_pair(x, v, inv_mass, fixed, prims, p, q, thickness, friction):
+    """Project primitives p and q apart if they are closer than the thickness (module
+    docstring); returns 1 if it moved them."""
+    a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
+    b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(x, a0, a1, a2, b0, b1, b2)
+    gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
+    dist, nx, ny, nz = _normal(gx, gy, gz, thickness)
+    if dist < 0.0:
+        return 0
+    # weight x inverse mass of each end (0: pinned or grabbed; a repeated index of a
+    # sphere or capsule has weight 0)
+    ka0 = 0.0 if fixed[a0] else wa0 * inv_mass[a0]
+    ka1 = 0.0 if fixed[a1] else wa1 * inv_mass[a1]
+    ka2 = 0.0 if fixed[a2] else wa2 * inv_mass[a2]
+    kb0 = 0.0 if fixed[b0] else wb0 * inv_mass[b0]
+    kb1 = 0.0 if fixed[b1] else wb1 * inv_mass[b1]
+    kb2 = 0.0 if fixed[b2] else wb2 * inv_mass[b2]
+    total = ka0 * wa0 + ka1 * wa1 + ka2 * wa2 + kb0 * wb0 + kb1 * wb1 + kb2 * wb2
+    if total <= 0.0:
+        return 0
+    lam = (thickness - dist) / total
+    _push(x, a0, ka0 * lam, nx, ny, nz)
+    _push(x, a1, ka1 * lam, nx, ny, nz)
+    _push(x, a2, ka2 * lam, nx, ny, nz)
+    _push(x, b0, -kb0 * lam, nx, ny, nz)
+    _push(x, b1, -kb1 * lam, nx, ny, nz)
+    _push(x, b2, -kb2 * lam, nx, ny, nz)
+    rx, ry, rz = weighted_gap(v, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
+    approaching, jx, jy, jz = _impulse(rx, ry, rz, nx, ny, nz, total, friction)
+    if approaching:
+        _push(v, a0, ka0, jx, jy, jz)
+        _push(v, a1, ka1, jx, jy, jz)
+        _push(v, a2, ka2, jx, jy, jz)
+        _push(v, b0, -kb0, jx, jy, jz)
+        _push(v, b1, -kb1, jx, jy, jz)
+        _push(v, b2, -kb2, jx, jy, jz)
+    return 1
 
 
 @njit(cache=True, inline="always")

@@ -134,13 +134,14 @@ def constraint_error(x, x_prev, spring_a, spring_b, rest, k, c, inv_mass, fixed,
                      compliance):
     """Largest |C + alpha~ lambda + gamma grad C . (x - x_prev)| over the springs, m: the
     residual of XPBD's compliant-constraint equations (springs between two fixed
-    particles, of zero stiffness or without direction are left out)."""
+    particles, broken (stiffness 0, whatever the compliance) or without direction are
+    left out)."""
     worst = 0.0
     h2 = h * h
     for s in range(spring_a.shape[0]):
         i = spring_a[s]
         j = spring_b[s]
-        if fixed[i] and fixed[j]:
+        if (fixed[i] and fixed[j]) or k[s] == 0.0:
             continue
         dx, dy, dz, length = spring_vector(x, i, j)
         if length < MIN_LENGTH:
@@ -148,8 +149,6 @@ def constraint_error(x, x_prev, spring_a, spring_b, rest, k, c, inv_mass, fixed,
         r = length - rest[s]
         if compliance != 0.0:
             stiff = h2 * k[s] if compliance < 0.0 else h2 / compliance
-            if stiff == 0.0:
-                continue
             damp = h * c[s] if compliance < 0.0 else 0.0
             moved = (dx * (x[i, 0] - x_prev[i, 0] - x[j, 0] + x_prev[j, 0])
                      + dy * (x[i, 1] - x_prev[i, 1] - x[j, 1] + x_prev[j, 1])

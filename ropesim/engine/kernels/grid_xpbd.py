@@ -70,13 +70,14 @@ def xpbd_dlambda(xi0, xi1, xi2, xj0, xj1, xj2, pi0, pi1, pi2, pj0, pj1, pj2, wsu
     n . (dx_i - dx_j) + lambda), D = 1 + (h^2/alpha + h gamma/alpha) (w_i + w_j) and the
     over-relaxation omega = min(relaxation, D) (so a soft spring, D < relaxation, takes
     its whole spring impulse N and no more); rigid: relaxation (-C) / (w_i + w_j).
-    0 between two fixed particles or for a spring without direction. Branch free: an
-    early return kept numba from compiling the loops around it well."""
+    0 between two fixed particles, for a spring without direction and for a broken one
+    (k = 0, whatever the compliance). Branch free: an early return kept numba from
+    compiling the loops around it well."""
     dx = xi0 - xj0
     dy = xi1 - xj1
     dz = xi2 - xj2
     length = np.sqrt(dx * dx + dy * dy + dz * dz)
-    moves = wsum > 0.0 and length >= MIN_LENGTH
+    moves = wsum > 0.0 and length >= MIN_LENGTH and k > 0.0  # k = 0: broken, no force
     inv = 1.0 / length if moves else 0.0
     nx = dx * inv
     ny = dy * inv
