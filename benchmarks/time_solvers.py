@@ -6,7 +6,9 @@ largest stable dt (issue 14's benchmark). Standalone: ``python benchmarks/time_s
    with symplectic Euler at the largest dt of EXPLICIT_RATES it survives; the runs are
    timed alternately, ``--reps`` times each (fresh simulations, medians reported), and
    each one's position error after the second is the largest distance from a reference
-   run (symplectic Euler at dt = 1/REFERENCE_RATE s).
+   run (symplectic Euler at dt = 1/REFERENCE_RATE s); then each run goes on to
+   HEALTH_S under the divergence check (engine/health.py, which first looks at step 64,
+   after the timed 60 steps), and the table says whether it got there.
 2. The standard 128 x 128 cloth (workload.cloth_system) at dt = 1/60 s: steps per second
    of XPBD and VBD (goal: >= 60, real time).
 
@@ -37,6 +39,8 @@ from workload import cloth_system, stiff_cloth_system  # noqa: E402
 EXPLICIT_RATES = (3000, 3100, 3200, 3300, 3400, 3500, 3750, 4000, 4500, 5000, 6000)
 REFERENCE_RATE = 12_000
 DT = 1.0 / 60.0
+#: simulated seconds the stiff cloth's runs go on for under the divergence check
+HEALTH_S = 3.0
 #: most steps of one 128 x 128 rate turn (see realtime_table)
 MAX_RATE_STEPS = 40
 
@@ -50,6 +54,17 @@ def one_second(system, integrator: str, dt: float, settings: dict | None = None)
     start = time.perf_counter()
     sim.step(steps)
     return time.perf_counter() - start, sim
+
+
+def run_on(sim, until_s: float) -> str:
+    """Step on to ``until_s`` (s) under the divergence check (which first looks at step
+    64: one second at dt = 1/60 s is 60 steps): "yes", or when and why it stopped."""
+    try:
+        sim.step(max(0, round((until_s - sim.time) / sim.dt)))
+    except rs.SimulationDiverged as error:
+        caught = error.detected_step * error.dt
+        return f"stopped at {caught:.2f} s ({error.reason.split(':')[0]})"
+    return "yes"
 
 
 def largest_stable_dt(system) -> float | None:
@@ -95,6 +110,7 @@ def stiff_cloth_table(reps: int) -> list[dict]:
             "second_s": float(np.median(times[r])), "all_s": times[r],
             "error_m": error, "iterations": stats.iterations if stats else None,
             "residual": stats.residual if stats else None,
+            "health": run_on(sim, HEALTH_S),
         })
     explicit = rows[-1]["second_s"] if explicit_dt is not None else None
     for row in rows:
@@ -155,16 +171,15 @@ def describe(settings: dict, name: str) -> str:
 def markdown(stiff: list[dict], realtime: list[dict]) -> str:
     lines = ["Stiff 64 x 64 cloth (k = 4e6 m N/m), one simulated second; error = largest "
              f"distance from symplectic Euler at dt = 1/{REFERENCE_RATE} s after 1 s.", "",
-             "| integrator | dt | wall s (median) | x vs symplectic Euler | error m |",
-             "|---|---|---|---|---|"]
+             "| integrator | dt | wall s (median) | x vs symplectic Euler | error m | "
+             f"runs to {HEALTH_S:g} s |", "|---|---|---|---|---|---|"]
     for row in stiff:
         label = row["integrator"] + (f" ({describe(row['settings'], row['integrator'])})"
                                      if describe(row["settings"], row["integrator"]) else "")
         speedup = row["speedup_vs_explicit"]
         lines.append(f"| {label} | 1/{round(1 / row['dt'])} | {row['second_s']:.3f} | "
-                     f"{speedup:.2f} | {row['error_m']:.3g} |" if speedup else
-                     f"| {label} | 1/{round(1 / row['dt'])} | {row['second_s']:.3f} | - | "
-                     f"{row['error_m']:.3g} |")
+                     f"{f'{speedup:.2f}' if speedup else '-'} | {row['error_m']:.3g} | "
+                     f"{row['health']} |")
     lines += ["", "Standard 128 x 128 cloth at dt = 1/60 s (defaults):", "",
               "| integrator | kernels | steps/s | steps per CPU s |", "|---|---|---|---|"]
     for row in realtime:
