@@ -98,14 +98,26 @@ def extrapolation_weight(stiffness_ratio, iterations):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
+def stiffness_sums(adj_starts, adj_springs, k, sums):
+    """sums[i] = the sum of k (N/m) over particle i's springs, in adjacency order (the
+    "extrapolated" guess's weight; integrators keep it until a stiffness or topology
+    edit)."""
+    for i in range(sums.shape[0]):
+        stiffness = 0.0
+        for a in range(adj_starts[i], adj_starts[i + 1]):
+            stiffness += k[adj_springs[a]]
+        sums[i] = stiffness
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
 def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_external, h,
-              mode, have_history, adj_starts, adj_springs, k, iterations):
+              mode, have_history, stiffness, iterations):
     """x_t = x; y = inertia target; x = the initial guess (mode: index in
     INITIALISATIONS; "adaptive" and "extrapolated" are "inertia" without a previous
     step; "extrapolated" weighs particle i's last acceleration by extrapolation_weight
-    of its springs' k, N/m, from the adjacency); v_last holds the last step's start
-    velocities on entry and this step's on exit. Returns sum |m (y - x_t) / h^2|^2 over
-    free particles, N^2 (the residual's scale)."""
+    of stiffness[i], the sum of its springs' k, N/m: stiffness_sums); v_last holds the
+    last step's start velocities on entry and this step's on exit. Returns sum |m (y -
+    x_t) / h^2|^2 over free particles, N^2 (the residual's scale)."""
     scale = 0.0
     for i in range(x.shape[0]):
         for d in range(3):
@@ -126,10 +138,7 @@ def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_exte
         if mode == 0:
             pass
         elif mode == 4 and have_history:  # extrapolated: the last step's acceleration, weighted
-            stiffness = 0.0
-            for a in range(adj_starts[i], adj_starts[i + 1]):
-                stiffness += k[adj_springs[a]]
-            beta = extrapolation_weight(h * h * inv_mass[i] * stiffness, iterations)
+            beta = extrapolation_weight(h * h * inv_mass[i] * stiffness[i], iterations)
             for d in range(3):
                 x[i, d] += h * v[i, d] + beta * h * (v[i, d] - v_last[i, d])
         elif mode == 1 or mode == 3 or mode == 4:
@@ -284,6 +293,7 @@ class VBD(Integrator):
         # the scalar pair sweeps (kernels/grid_vbd_pairs.py)
         self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
         self._springs_dt: float | None = None  # the dt the grid layout's coefficients are for
+        self._stiffness: np.ndarray | None = None  # stiffness_sums, until a k edit
         if self._grid_runs:
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
@@ -301,6 +311,8 @@ class VBD(Integrator):
             self._set_up_springs()
         if flags & Changed.SPRINGS:  # the grid layout's spring coefficients again
             self._springs_dt = None
+        if flags & Changed.STIFFNESS:  # each particle's sum of k again
+            self._stiffness = None
 
     @property
     def initialisation(self) -> str:
@@ -331,10 +343,13 @@ class VBD(Integrator):
         external, has_external = self.external_forces(state)  # read only if has_external
         have_history = self._last_step is not None and state.step_count == self._last_step + 1
         self._last_step = state.step_count
+        if self._stiffness is None:
+            self._stiffness = np.zeros(model.n_particles)
+            stiffness_sums(self._adjacency[0], self._adjacency[1], p.stiffness,
+                           self._stiffness)
         scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
                           p.fixed, model.gravity(), external, has_external, dt, self._mode,
-                          have_history, self._adjacency[0], self._adjacency[1], p.stiffness,
-                          self._iterations)
+                          have_history, self._stiffness, self._iterations)
         if self._grid_runs:
             force_sq = self._passes.run(
                 vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
