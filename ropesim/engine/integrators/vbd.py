@@ -60,8 +60,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.grid import grid_layout
-from ..kernels.grid_vbd import (add_spring, chebyshev_accelerate, grid_colour_pattern,
-                                grid_scratch, grid_vertex_colouring, inertia_block,
+from .. import parallel
+from ..kernels.grid_vbd import (add_spring, band_schedule, chebyshev_accelerate,
+                                grid_colour_pattern, grid_scratch, grid_vertex_colouring, inertia_block,
                                 newton_move, summed, vbd_grid_sweeps,
                                 vbd_grid_sweeps_parallel)
 from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
@@ -86,6 +87,9 @@ CHUNKS = 64
 #: springs per pass, is given n_springs times this factor (the 128 x 128 cloth then
 #: times the parallel sweeps against the serial ones and runs the faster)
 REGION_WORK_FACTOR = 5
+#: the grid sweeps' band schedule has at least this many tasks a region (or one per
+#: thread): the same run order on any machine with up to two threads
+MIN_BAND_TASKS = 2
 
 
 @njit(cache=True, inline="always")
@@ -294,6 +298,7 @@ class VBD(Integrator):
         self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
         self._springs_dt: float | None = None  # the dt the grid layout's coefficients are for
         self._stiffness: np.ndarray | None = None  # stiffness_sums, until a k edit
+        self._schedule_key: tuple | None = None  # what self._schedule was built for
         if self._grid_runs:
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
@@ -313,6 +318,16 @@ class VBD(Integrator):
             self._springs_dt = None
         if flags & Changed.STIFFNESS:  # each particle's sum of k again
             self._stiffness = None
+
+    def _band_schedule(self) -> tuple:
+        """band_schedule of the grid sweeps for the sweeps per step, Chebyshev on or off
+        and the thread count (built again when one of them changes)."""
+        key = (self._iterations, self._rho > 0.0, max(MIN_BAND_TASKS, parallel.threads()))
+        if key != self._schedule_key:
+            self._schedule = band_schedule(self._grid.rows, self._grid.max_dr, key[2],
+                                           self._pattern[1], key[0], key[1])
+            self._schedule_key = key
+        return self._schedule
 
     @property
     def initialisation(self) -> str:
@@ -354,7 +369,7 @@ class VBD(Integrator):
             force_sq = self._passes.run(
                 vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
                 p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping, dt,
-                self._grid.cols, self._grid.blocks, *self._pattern, self._iterations,
+                self._grid.cols, self._grid.blocks, *self._pattern, *self._band_schedule(),
                 self._rho, self._force_sq, *self._grid_scratch, self._springs_dt != dt)
             self._springs_dt = dt
         elif self._grid is not None:

@@ -211,6 +211,79 @@ def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
     return near
 
 
+def band_schedule(rows: int, reach: int, tasks: int, colours: int, iterations: int,
+                  chebyshev: bool):
+    """The grid sweeps' run order in few parallel regions (module docstring, "Bands").
+
+    ``iterations`` sweeps over ``colours`` colours are the colour updates u = 0 .. U - 1
+    (colour u mod colours, sweep u // colours); a particle's update reads the rows
+    within ``reach`` of its own. The rows are cut at ``tasks`` seams; a group of
+    consecutive updates runs in two regions of ``tasks`` parallel tasks: first each band
+    between two seams shrinking by ``reach`` rows at each inner seam per update (task 0
+    holds the two edge bands), then around each seam the rows left out, growing. Every
+    row then sees its neighbours exactly as in colour-by-colour order (the same bits),
+    with no two tasks of a region within ``reach`` rows of each other. Groups are as
+    long as the seams' spacing allows; with ``chebyshev`` none spans two sweeps (the
+    Chebyshev step follows a sweep).
+
+    Returns (steps, starts, sweeps_done): steps (n, 3) int64 rows (update, row_lo,
+    row_hi); region g's task t runs steps[starts[g tasks + t] : starts[g tasks + t + 1]]
+    in order; sweeps_done[g] is the sweep that region g completes if a Chebyshev step
+    follows it, else -1."""
+    seams = sorted({(2 * j + 1) * rows // (2 * tasks) for j in range(tasks)} - {0, rows}
+                   if tasks > 1 else set())
+    updates = iterations * colours
+    span = updates
+    if reach and len(seams) > 1:  # two seams' growing rows stay > reach rows apart
+        gap = min(b - a for a, b in zip(seams, seams[1:]))
+        span = max(1, (gap - reach) // (2 * reach) + 1)
+    stretch = colours if chebyshev else updates
+    steps: list[tuple[int, int, int]] = []
+    starts, sweeps_done = [0], []
+
+    def region(entries_of_task) -> None:
+        for task in range(tasks):
+            steps.extend(entries_of_task(task))
+            starts.append(len(steps))
+
+    def bands(task: int, first: int, count: int):
+        if not seams:
+            return [(first + s, 0, rows) for s in range(count)] if task == 0 else []
+        if task == 0:  # the two edge bands: they shrink at their seam only
+            return [e for s in range(count) for e in ((first + s, 0, seams[0] - reach * s),
+                                                      (first + s, seams[-1] + reach * s, rows))
+                    if e[1] < e[2]]
+        if task < len(seams):
+            return [(first + s, seams[task - 1] + reach * s, seams[task] - reach * s)
+                    for s in range(count) if seams[task - 1] + reach * s
+                    < seams[task] - reach * s]
+        return []
+
+    def around_seam(task: int, first: int, count: int):
+        if task >= len(seams):
+            return []
+        b = seams[task]
+        return [(first + s, max(0, b - reach * s), min(rows, b + reach * s))
+                for s in range(1, count) if reach * s > 0]
+
+    for lo in range(0, updates, stretch):
+        length = min(stretch, updates - lo)
+        groups = -(-length // span)
+        first = lo
+        for g in range(groups):
+            count = (length * (g + 1)) // groups - (length * g) // groups
+            region(lambda task: bands(task, first, count))
+            sweeps_done.append(-1)
+            if count > 1 and seams and reach:
+                region(lambda task: around_seam(task, first, count))
+                sweeps_done.append(-1)
+            first += count
+        if chebyshev:
+            sweeps_done[-1] = (lo + length) // colours - 1
+    return (np.array(steps, np.int64).reshape(-1, 3), np.array(starts, np.int64),
+            np.array(sweeps_done, np.int64))
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix):
     """Copy the step into the sweep layout: positions, start positions and inertia
@@ -355,6 +428,21 @@ def descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, n
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
+def descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows,
+                  cols, a, p, steps, starts, region, tasks, t):
+    """Task t of band_schedule's region ``region`` (of ``tasks`` tasks each): its entries
+    of steps, each one colour's Newton steps on a range of grid rows
+    (descend_grid_row), in order (a call of its own: the prange index t may arrive
+    unsigned, and uint64 + int64 is a float in numba)."""
+    slot = region * tasks + np.int64(t)
+    for e in range(starts[slot], starts[slot + 1]):
+        q = steps[e, 0] % p
+        for r in range(steps[e, 1], steps[e, 2]):
+            descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
+                             rows, cols, a, p, q, r)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
 def copy_rows(soa, source, target):
     """soa[target + d] = soa[source + d], d < 3."""
     for d in range(3):
@@ -404,14 +492,15 @@ def summed(values):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, iterations,
-                 rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc,
-                 load_springs):
-    """The body of both grid sweep kernels: prange runs the rows of a colour in parallel
-    in vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two particles of a
-    colour share a spring: the same bits); returns sum |f|^2 of the last sweep, N^2,
-    summed in index order in both. ``load_springs``: copy the springs' coefficients into
-    rest_b, k_b, ch_b first (else they are the last call's)."""
+def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps, starts,
+                 sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b,
+                 ch_b, acc, load_springs):
+    """The body of both grid sweep kernels: the sweeps in band_schedule's order (steps,
+    starts, sweeps_done), prange running each region's tasks in parallel in
+    vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two tasks of a region
+    touch each other's rows' neighbours: the same bits); returns sum |f|^2 of the last
+    sweep, N^2, summed in index order in both. ``load_springs``: copy the springs'
+    coefficients into rest_b, k_b, ch_b first (else they are the last call's)."""
     rows = x.shape[0] // cols
     inv_h = 1.0 / h
     grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix)
@@ -420,33 +509,36 @@ def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, 
     omega = 1.0
     if rho > 0.0:
         copy_rows(soa, SOA_X, SOA_X1)
-    for it in range(iterations):
-        for q in range(p):
-            for r in prange(rows):
-                descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off,
-                                 near, rows, cols, a, p, q, r)
-        omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
-                                     soa[SOA_X2:SOA_X2 + 3].T, fix, it, rho, omega)
+    tasks = (starts.shape[0] - 1) // sweeps_done.shape[0]
+    for g in range(sweeps_done.shape[0]):
+        for t in prange(tasks):
+            descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
+                          rows, cols, a, p, steps, starts, g, tasks, t)
+        if sweeps_done[g] >= 0:
+            omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
+                                         soa[SOA_X2:SOA_X2 + 3].T, fix, sweeps_done[g], rho,
+                                         omega)
     grid_soa_store(x, force_sq, cols, p, off, soa, fsq)
     return summed(force_sq)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def vbd_grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                    iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b,
-                    ch_b, acc, load_springs):
-    """``iterations`` serial sweeps over the grid colours (the tables and work arrays off
-    ... acc from grid_scratch); x and force_sq updated; returns sum |f|^2 of the last, N^2."""
-    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                        iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
-                        k_b, ch_b, acc, load_springs)
+def vbd_grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps,
+                    starts, sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq,
+                    rest_b, k_b, ch_b, acc, load_springs):
+    """The sweeps of band_schedule (steps, starts, sweeps_done), serial, over the grid
+    colours (the tables and work arrays off ... acc from grid_scratch); x and force_sq
+    updated; returns sum |f|^2 of the last, N^2."""
+    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps,
+                        starts, sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq,
+                        rest_b, k_b, ch_b, acc, load_springs)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def vbd_grid_sweeps_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                             iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq,
-                             rest_b, k_b, ch_b, acc, load_springs):
-    """vbd_grid_sweeps with the rows of each colour in parallel (identical results)."""
-    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                        iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
-                        k_b, ch_b, acc, load_springs)
+                             steps, starts, sweeps_done, rho, force_sq, off, near, soa, m_h2,
+                             fix, fsq, rest_b, k_b, ch_b, acc, load_springs):
+    """vbd_grid_sweeps with each region's tasks in parallel (identical results)."""
+    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps,
+                        starts, sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq,
+                        rest_b, k_b, ch_b, acc, load_springs)
