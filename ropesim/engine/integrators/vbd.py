@@ -59,14 +59,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kernels.grid import grid_layout
 from .. import parallel
+from ..kernels.grid import grid_layout
 from ..kernels.grid_vbd import (add_spring, band_schedule, chebyshev_accelerate,
-                                grid_colour_pattern, grid_scratch, grid_vertex_colouring, inertia_block,
-                                newton_move, summed, vbd_grid_sweeps,
-                                vbd_grid_sweeps_parallel)
+                                grid_colour_pattern, grid_scratch, grid_vertex_colouring,
+                                inertia_block, newton_move, summed, vbd_grid_step,
+                                vbd_grid_step_parallel)
 from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.particles import hold, speed_result, track_speed
+from ..kernels.vbd_guess import EXTRAPOLATION_RATIO, particle_guess  # noqa: F401
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
@@ -76,9 +77,6 @@ from .colour_passes import ColourPasses, CountSetting, number_setting
 DEFAULT_ITERATIONS = 10
 #: the initial guesses of the paper, by name (their index is the kernel's mode)
 INITIALISATIONS = ("previous", "inertia", "inertia_acceleration", "adaptive", "extrapolated")
-#: the "extrapolated" guess adds a particle's whole last acceleration while h^2 sum(k) / m
-#: of its springs is at most this times the sweeps per step, less beyond (module docstring)
-EXTRAPOLATION_RATIO = 4.0
 #: slices each colour is cut into for the parallel sweep (fixed: no thread-count effect)
 CHUNKS = 64
 #: a VBD colour is a big fork/join region: a grid's five colours each update a fifth of
@@ -90,15 +88,6 @@ REGION_WORK_FACTOR = 5
 #: the grid sweeps' band schedule has at least this many tasks a region (or one per
 #: thread): the same run order on any machine with up to two threads
 MIN_BAND_TASKS = 2
-
-
-@njit(cache=True, inline="always")
-def extrapolation_weight(stiffness_ratio, iterations):
-    """The share of the last step's acceleration that the "extrapolated" guess adds:
-    1 up to a stiffness ratio h^2 sum(k) / m of EXTRAPOLATION_RATIO x iterations, then
-    that over the ratio (the modal bound in the module docstring)."""
-    limit = EXTRAPOLATION_RATIO * iterations
-    return 1.0 if stiffness_ratio <= limit else limit / stiffness_ratio
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -124,47 +113,12 @@ def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_exte
     x_t) / h^2|^2 over free particles, N^2 (the residual's scale)."""
     scale = 0.0
     for i in range(x.shape[0]):
-        for d in range(3):
-            x_t[i, d] = x[i, d]
-            y[i, d] = x[i, d]
-        if fixed[i]:
-            continue
-        a0 = gravity[0] + (inv_mass[i] * external[i, 0] if has_external else 0.0)
-        a1 = gravity[1] + (inv_mass[i] * external[i, 1] if has_external else 0.0)
-        a2 = gravity[2] + (inv_mass[i] * external[i, 2] if has_external else 0.0)
-        y[i, 0] += h * v[i, 0] + h * h * a0
-        y[i, 1] += h * v[i, 1] + h * h * a1
-        y[i, 2] += h * v[i, 2] + h * h * a2
-        m_h2 = 1.0 / (inv_mass[i] * h * h)
-        for d in range(3):
-            r = m_h2 * (y[i, d] - x_t[i, d])
-            scale += r * r
-        if mode == 0:
-            pass
-        elif mode == 4 and have_history:  # extrapolated: the last step's acceleration, weighted
-            beta = extrapolation_weight(h * h * inv_mass[i] * stiffness[i], iterations)
-            for d in range(3):
-                x[i, d] += h * v[i, d] + beta * h * (v[i, d] - v_last[i, d])
-        elif mode == 1 or mode == 3 or mode == 4:
-            if mode == 3 and have_history:  # adaptive: the previous acceleration along a_ext, clamped
-                size = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-                along = 0.0
-                if size > 0.0:
-                    along = ((v[i, 0] - v_last[i, 0]) * a0 + (v[i, 1] - v_last[i, 1]) * a1
-                             + (v[i, 2] - v_last[i, 2]) * a2) / (h * size)
-                    along = min(max(along, 0.0), size) / size
-                for d in range(3):
-                    a = a0 if d == 0 else (a1 if d == 1 else a2)
-                    x[i, d] += h * v[i, d] + h * h * along * a
-            else:
-                for d in range(3):
-                    x[i, d] += h * v[i, d]
-        else:
-            for d in range(3):
-                x[i, d] = y[i, d]
-    for i in range(x.shape[0]):
-        for d in range(3):
-            v_last[i, d] = v[i, d]
+        r0, r1, r2 = particle_guess(x, v, v_last, inv_mass, fixed, gravity, external,
+                                    has_external, h, mode, have_history, stiffness,
+                                    iterations, i, x, x_t, y, i)
+        scale += r0 * r0
+        scale += r1 * r1
+        scale += r2 * r2
     return scale
 
 
@@ -362,35 +316,40 @@ class VBD(Integrator):
             self._stiffness = np.zeros(model.n_particles)
             stiffness_sums(self._adjacency[0], self._adjacency[1], p.stiffness,
                            self._stiffness)
-        scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
-                          p.fixed, model.gravity(), external, has_external, dt, self._mode,
-                          have_history, self._stiffness, self._iterations)
-        if self._grid_runs:
-            force_sq = self._passes.run(
-                vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
-                p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping, dt,
-                self._grid.cols, self._grid.blocks, *self._pattern, *self._band_schedule(),
-                self._rho, self._force_sq, *self._grid_scratch, self._springs_dt != dt)
+        gravity, damp = model.gravity(), model.damp_factor(dt)
+        if self._grid_runs:  # the whole step in one call (kernels/grid_vbd.py)
+            force_sq, scale, speed = self._passes.run(
+                vbd_grid_step, vbd_grid_step_parallel, state.x, state.v, self._v_start,
+                p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping,
+                self._stiffness, (gravity, external, has_external),
+                (self._mode, have_history, self._iterations), dt, damp, self._grid.cols,
+                self._grid.blocks, *self._pattern, self._band_schedule(), self._rho,
+                self._force_sq, self._grid_scratch, self._springs_dt != dt)
             self._springs_dt = dt
-        elif self._grid is not None:
-            force_sq = self._passes.run(
-                vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
-                self._x_1, self._x_2, p.inv_mass, p.fixed, p.rest_lengths, p.stiffness,
-                p.damping, dt, self._grid.cols, self._grid.blocks, *self._pattern,
-                self._iterations, self._rho, self._force_sq)
         else:
-            force_sq = self._passes.run(
-                vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
-                self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
-                p.stiffness, p.damping, dt, self._order, self._colour_starts,
-                self._iterations, self._rho, self._force_sq)
+            scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start,
+                              p.inv_mass, p.fixed, gravity, external, has_external, dt,
+                              self._mode, have_history, self._stiffness, self._iterations)
+            if self._grid is not None:
+                force_sq = self._passes.run(
+                    vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
+                    self._x_1, self._x_2, p.inv_mass, p.fixed, p.rest_lengths, p.stiffness,
+                    p.damping, dt, self._grid.cols, self._grid.blocks, *self._pattern,
+                    self._iterations, self._rho, self._force_sq)
+            else:
+                force_sq = self._passes.run(
+                    vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
+                    self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
+                    p.stiffness, p.damping, dt, self._order, self._colour_starts,
+                    self._iterations, self._rho, self._force_sq)
+            speed = vbd_end(state.x, state.v, self._x_t, p.fixed, dt, damp)
         stats = self.stats
         stats.iterations = self._iterations
         stats.total_iterations += self._iterations
         stats.implicit_steps += 1
         stats.residual = math.sqrt(force_sq / scale) if scale > 0.0 else math.sqrt(force_sq)
         stats.converged = math.isfinite(stats.residual)
-        return float(vbd_end(state.x, state.v, self._x_t, p.fixed, dt, model.damp_factor(dt)))
+        return float(speed)
 
     # --- snapshots (engine/snapshot.py) ---------------------------------------------------
     def save_warm(self) -> dict:

@@ -32,7 +32,8 @@ from numba import njit, prange
 
 from ..linalg.multigrid import _inv3 as inverse_3x3
 from .grid import GridLayout
-from .particles import MIN_LENGTH
+from .particles import MIN_LENGTH, hold, speed_result, track_speed
+from .vbd_guess import particle_guess
 
 #: largest colour count tried for the (r + a c) mod p pattern
 MAX_GRID_COLOURS = 16
@@ -183,16 +184,16 @@ def residue_offsets(cols: int, p: int) -> np.ndarray:
 
 def grid_scratch(rows: int, cols: int, blocks: np.ndarray, p: int, dtype, rest_dtype,
                  k_dtype):
-    """The grid sweeps' tables and work arrays: (off, near, soa, m_h2, fix, fsq, rest_b,
-    k_b, ch_b, acc)
-    (``vbd_grid_sweeps``); soa in the state's dtype and rest_b, k_b in the parameters'
-    (the arithmetic is the spring-list kernels', type for type)."""
+    """The grid step's tables and work arrays: (off, near, soa, m_h2, fix, fsq, rest_b,
+    k_b, ch_b, acc, squares, row_speed) (``vbd_grid_step``); soa in the state's dtype
+    and rest_b, k_b in the parameters' (the arithmetic is the spring-list kernels', type
+    for type)."""
     n = rows * cols
     return (residue_offsets(cols, p), neighbour_table(blocks, p),
             np.zeros((SOA_ROWS, n), dtype), np.zeros(n),
             np.zeros(n, np.uint8), np.zeros(n), np.zeros((len(blocks), n), rest_dtype),
             np.zeros((len(blocks), n), k_dtype), np.zeros((len(blocks), n)),
-            np.zeros((rows, 9 * RUN)))
+            np.zeros((rows, 9 * RUN)), np.zeros(3 * n), np.zeros((rows, 2)))
 
 
 def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
@@ -285,21 +286,30 @@ def band_schedule(rows: int, reach: int, tasks: int, colours: int, iterations: i
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix):
-    """Copy the step into the sweep layout: positions, start positions and inertia
-    targets into soa's rows, m/h^2 (kg/s^2) and the fixed flags."""
-    rows = x.shape[0] // cols
-    for r in range(rows):
-        for m in range(p):
-            for t in range(off[m + 1] - off[m]):
-                i = r * cols + m + p * t
-                e = r * cols + off[m] + t
-                for d in range(3):
-                    soa[SOA_X + d, e] = x[i, d]
-                    soa[SOA_T + d, e] = x_t[i, d]
-                    soa[SOA_Y + d, e] = y[i, d]
-                m_h2[e] = inv_h * inv_h / inv_mass[i]
-                fix[e] = fixed[i]
+def grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h, mode,
+                   have_history, stiffness, iterations, cols, p, off, soa, m_h2, fix, squares,
+                   r):
+    """The step's start for grid row r, straight into the sweep layout: particle_guess
+    (vbd_guess.py) into soa's rows (guess, start, inertia target), m/h^2 (kg/s^2), the
+    fixed flags, and the squares of r = m (y - x) / h^2 (N^2) at 3 i + d (a call of its
+    own: the prange index r may arrive unsigned)."""
+    row = np.int64(r)
+    guess = soa[SOA_X:SOA_X + 3].T
+    start = soa[SOA_T:SOA_T + 3].T
+    target = soa[SOA_Y:SOA_Y + 3].T
+    inv_h = 1.0 / h
+    for m in range(p):
+        for t in range(off[m + 1] - off[m]):
+            i = row * cols + m + p * t
+            e = row * cols + off[m] + t
+            r0, r1, r2 = particle_guess(x, v, v_last, inv_mass, fixed, gravity, external,
+                                        has_external, h, mode, have_history, stiffness,
+                                        iterations, i, guess, start, target, e)
+            squares[3 * i] = r0 * r0
+            squares[3 * i + 1] = r1 * r1
+            squares[3 * i + 2] = r2 * r2
+            m_h2[e] = inv_h * inv_h / inv_mass[i]
+            fix[e] = fixed[i]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -323,16 +333,27 @@ def grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_soa_store(x, force_sq, cols, p, off, soa, fsq):
-    """x and force_sq (N^2) back from the sweep layout."""
-    for r in range(x.shape[0] // cols):
-        for m in range(p):
-            for t in range(off[m + 1] - off[m]):
-                i = r * cols + m + p * t
-                e = r * cols + off[m] + t
-                for d in range(3):
-                    x[i, d] = soa[SOA_X + d, e]
-                force_sq[i] = fsq[e]
+def grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed, r):
+    """The step's end for grid row r, from the sweep layout: x, force_sq (N^2), v = (x -
+    x_t) / h then drag (v = 0 for fixed particles, which kept x_t), and the row's max
+    |v|^2 and NaN check sum (particles.track_speed) into row_speed[r]."""
+    row = np.int64(r)
+    max_sq, bad = 0.0, 0.0
+    for m in range(p):
+        for t in range(off[m + 1] - off[m]):
+            i = row * cols + m + p * t
+            e = row * cols + off[m] + t
+            for d in range(3):
+                x[i, d] = soa[SOA_X + d, e]
+            force_sq[i] = fsq[e]
+            if fixed[i]:
+                hold(v, i, 0.0)
+                continue
+            for d in range(3):
+                v[i, d] = (x[i, d] - soa[SOA_T + d, e]) / h * damp
+            max_sq, bad = track_speed(x, v, i, max_sq, bad, 0.0)
+    row_speed[row, 0] = max_sq
+    row_speed[row, 1] = bad
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -492,20 +513,28 @@ def summed(values):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps, starts,
-                 sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b,
-                 ch_b, acc, load_springs):
-    """The body of both grid sweep kernels: the sweeps in band_schedule's order (steps,
-    starts, sweeps_done), prange running each region's tasks in parallel in
-    vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two tasks of a region
-    touch each other's rows' neighbours: the same bits); returns sum |f|^2 of the last
-    sweep, N^2, summed in index order in both. ``load_springs``: copy the springs'
-    coefficients into rest_b, k_b, ch_b first (else they are the last call's)."""
+def _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess, h, damp,
+               cols, blocks, a, p, schedule, rho, force_sq, scratch, load_springs):
+    """The body of both grid step kernels: the start (grid_begin_row), the sweeps in
+    band_schedule's order, the end (grid_end_row); prange runs the rows of the start
+    and end and each region's tasks in parallel in vbd_grid_step_parallel and in order in
+    vbd_grid_step (no two tasks of a region touch each other's rows' neighbours: the
+    same bits). Returns (sum |f|^2 of the last sweep, N^2; sum |m (y - x_t) / h^2|^2
+    over free particles, N^2; the max |v|^2 or NaN), the sums in index order in both.
+    ``load_springs``: copy the springs' coefficients into rest_b, k_b, ch_b first (else
+    they are the last call's)."""
+    gravity, external, has_external = forces
+    mode, have_history, iterations = guess
+    steps, starts, sweeps_done = schedule
+    off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, squares, row_speed = scratch
     rows = x.shape[0] // cols
-    inv_h = 1.0 / h
-    grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix)
+    for r in prange(rows):
+        grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h,
+                       mode, have_history, stiffness, iterations, cols, p, off, soa, m_h2,
+                       fix, squares, r)
+    scale = summed(squares)
     if load_springs:
-        grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b)
+        grid_soa_springs(rest, k, c, 1.0 / h, cols, blocks, p, off, rest_b, k_b, ch_b)
     omega = 1.0
     if rho > 0.0:
         copy_rows(soa, SOA_X, SOA_X1)
@@ -518,27 +547,35 @@ def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, 
             omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
                                          soa[SOA_X2:SOA_X2 + 3].T, fix, sweeps_done[g], rho,
                                          omega)
-    grid_soa_store(x, force_sq, cols, p, off, soa, fsq)
-    return summed(force_sq)
+    for r in prange(rows):
+        grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed, r)
+    max_sq, bad = 0.0, 0.0
+    for r in range(rows):
+        max_sq = max(max_sq, row_speed[r, 0])
+        bad += row_speed[r, 1]
+    return summed(force_sq), scale, speed_result(max_sq, bad)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def vbd_grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps,
-                    starts, sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq,
-                    rest_b, k_b, ch_b, acc, load_springs):
-    """The sweeps of band_schedule (steps, starts, sweeps_done), serial, over the grid
-    colours (the tables and work arrays off ... acc from grid_scratch); x and force_sq
-    updated; returns sum |f|^2 of the last, N^2."""
-    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps,
-                        starts, sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq,
-                        rest_b, k_b, ch_b, acc, load_springs)
+def vbd_grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess, h,
+                  damp, cols, blocks, a, p, schedule, rho, force_sq, scratch, load_springs):
+    """A whole VBD step on a grid, serial: x, v and v_last (m, m/s) updated from the
+    Params arrays, stiffness (stiffness_sums, N/m), forces = (gravity m/s^2, f_ext (n, 3)
+    N, whether f_ext acts), guess = (initialisation mode, have_history, sweeps), h (s),
+    damp (the drag factor), the grid (cols, blocks, a, p), schedule (band_schedule),
+    Chebyshev's rho and scratch (grid_scratch); force_sq (N^2) per particle after the
+    last sweep. Returns (sum |f|^2, the residual's scale, max |v|^2): _grid_step."""
+    return _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess,
+                      h, damp, cols, blocks, a, p, schedule, rho, force_sq, scratch,
+                      load_springs)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def vbd_grid_sweeps_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                             steps, starts, sweeps_done, rho, force_sq, off, near, soa, m_h2,
-                             fix, fsq, rest_b, k_b, ch_b, acc, load_springs):
-    """vbd_grid_sweeps with each region's tasks in parallel (identical results)."""
-    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, steps,
-                        starts, sweeps_done, rho, force_sq, off, near, soa, m_h2, fix, fsq,
-                        rest_b, k_b, ch_b, acc, load_springs)
+def vbd_grid_step_parallel(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces,
+                           guess, h, damp, cols, blocks, a, p, schedule, rho, force_sq,
+                           scratch, load_springs):
+    """vbd_grid_step with the rows and the regions' tasks in parallel (identical
+    results)."""
+    return _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess,
+                      h, damp, cols, blocks, a, p, schedule, rho, force_sq, scratch,
+                      load_springs)
