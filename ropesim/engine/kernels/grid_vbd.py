@@ -531,7 +531,7 @@ def _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, gue
     for r in prange(rows):
         grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h,
                        mode, have_history, stiffness, iterations, cols, p, off, soa, m_h2,
-                       fix, squares, r)
+                       fix, squares, np.int64(r))
     scale = summed(squares)
     if load_springs:
         grid_soa_springs(rest, k, c, 1.0 / h, cols, blocks, p, off, rest_b, k_b, ch_b)
@@ -542,13 +542,14 @@ def _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, gue
     for g in range(sweeps_done.shape[0]):
         for t in prange(tasks):
             descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
-                          rows, cols, a, p, steps, starts, g, tasks, t)
+                          rows, cols, a, p, steps, starts, g, tasks, np.int64(t))
         if sweeps_done[g] >= 0:
             omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
                                          soa[SOA_X2:SOA_X2 + 3].T, fix, sweeps_done[g], rho,
                                          omega)
     for r in prange(rows):
-        grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed, r)
+        grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed,
+                     np.int64(r))
     max_sq, bad = 0.0, 0.0
     for r in range(rows):
         max_sq = max(max_sq, row_speed[r, 0])
