@@ -384,7 +384,7 @@ def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
             parallel.set_mode("auto")
         runs.append((sim.positions.copy(), sim.solver_stats.residual))
     if parallel.threads() > 1:
-        assert len(sim.integrator_object._schedule[2]) < 2 * 10 * 5 // 3 + 10
+        assert len(sim.integrator_object._schedules[1][2]) < 2 * 10 * 5 // 3 + 10
     for positions, residual in runs[1:]:
         np.testing.assert_array_equal(positions, runs[0][0])
         assert residual == runs[0][1]

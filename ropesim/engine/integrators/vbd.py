@@ -252,7 +252,7 @@ class VBD(Integrator):
         self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
         self._springs_dt: float | None = None  # the dt the grid layout's coefficients are for
         self._stiffness: np.ndarray | None = None  # stiffness_sums, until a k edit
-        self._schedule_key: tuple | None = None  # what self._schedule was built for
+        self._schedule_key: tuple | None = None  # what self._schedules were built for
         if self._grid_runs:
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
@@ -273,15 +273,17 @@ class VBD(Integrator):
         if flags & Changed.STIFFNESS:  # each particle's sum of k again
             self._stiffness = None
 
-    def _band_schedule(self) -> tuple:
-        """band_schedule of the grid sweeps for the sweeps per step, Chebyshev on or off
-        and the thread count (built again when one of them changes)."""
+    def _band_schedules(self) -> tuple:
+        """The grid step's band_schedules (serial: one task; parallel: one per thread, at
+        least MIN_BAND_TASKS) for the sweeps per step, Chebyshev on or off and the thread
+        count (built again when one of them changes)."""
         key = (self._iterations, self._rho > 0.0, max(MIN_BAND_TASKS, parallel.threads()))
         if key != self._schedule_key:
-            self._schedule = band_schedule(self._grid.rows, self._grid.max_dr, key[2],
-                                           self._pattern[1], key[0], key[1])
+            self._schedules = tuple(band_schedule(self._grid.rows, self._grid.max_dr, tasks,
+                                                  self._pattern[1], key[0], key[1])
+                                    for tasks in (1, key[2]))
             self._schedule_key = key
-        return self._schedule
+        return self._schedules
 
     @property
     def initialisation(self) -> str:
@@ -323,7 +325,7 @@ class VBD(Integrator):
                 p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping,
                 self._stiffness, (gravity, external, has_external),
                 (self._mode, have_history, self._iterations), dt, damp, self._grid.cols,
-                self._grid.blocks, *self._pattern, self._band_schedule(), self._rho,
+                self._grid.blocks, *self._pattern, self._band_schedules(), self._rho,
                 self._force_sq, self._grid_scratch, self._springs_dt != dt)
             self._springs_dt = dt
         else:

@@ -559,24 +559,26 @@ def _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, gue
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def vbd_grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess, h,
-                  damp, cols, blocks, a, p, schedule, rho, force_sq, scratch, load_springs):
+                  damp, cols, blocks, a, p, schedules, rho, force_sq, scratch, load_springs):
     """A whole VBD step on a grid, serial: x, v and v_last (m, m/s) updated from the
     Params arrays, stiffness (stiffness_sums, N/m), forces = (gravity m/s^2, f_ext (n, 3)
     N, whether f_ext acts), guess = (initialisation mode, have_history, sweeps), h (s),
-    damp (the drag factor), the grid (cols, blocks, a, p), schedule (band_schedule),
-    Chebyshev's rho and scratch (grid_scratch); force_sq (N^2) per particle after the
-    last sweep. Returns (sum |f|^2, the residual's scale, max |v|^2): _grid_step."""
+    damp (the drag factor), the grid (cols, blocks, a, p), schedules = (one task's
+    band_schedule, the parallel step's: this kernel runs the first, colour by colour
+    over all rows), Chebyshev's rho and scratch (grid_scratch); force_sq (N^2) per
+    particle after the last sweep. Returns (sum |f|^2, the residual's scale, max
+    |v|^2): _grid_step."""
     return _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess,
-                      h, damp, cols, blocks, a, p, schedule, rho, force_sq, scratch,
+                      h, damp, cols, blocks, a, p, schedules[0], rho, force_sq, scratch,
                       load_springs)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def vbd_grid_step_parallel(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces,
-                           guess, h, damp, cols, blocks, a, p, schedule, rho, force_sq,
+                           guess, h, damp, cols, blocks, a, p, schedules, rho, force_sq,
                            scratch, load_springs):
-    """vbd_grid_step with the rows and the regions' tasks in parallel (identical
-    results)."""
+    """vbd_grid_step with the rows and, in the second of the schedules, the regions'
+    tasks in parallel (identical results)."""
     return _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess,
-                      h, damp, cols, blocks, a, p, schedule, rho, force_sq, scratch,
+                      h, damp, cols, blocks, a, p, schedules[1], rho, force_sq, scratch,
                       load_springs)
