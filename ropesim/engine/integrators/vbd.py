@@ -113,12 +113,24 @@ def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_exte
     x_t) / h^2|^2 over free particles, N^2 (the residual's scale)."""
     scale = 0.0
     for i in range(x.shape[0]):
-        r0, r1, r2 = particle_guess(x, v, v_last, inv_mass, fixed, gravity, external,
-                                    has_external, h, mode, have_history, stiffness,
-                                    iterations, i, x, x_t, y, i)
-        scale += r0 * r0
-        scale += r1 * r1
-        scale += r2 * r2
+        for d in range(3):
+            x_t[i, d] = x[i, d]
+            y[i, d] = x[i, d]
+        if fixed[i]:
+            continue
+        y[i, 0], y[i, 1], y[i, 2], x[i, 0], x[i, 1], x[i, 2] = particle_guess(
+            x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0], v_last[i, 1],
+            v_last[i, 2], inv_mass[i], gravity[0], gravity[1], gravity[2],
+            external[i, 0] if has_external else 0.0, external[i, 1] if has_external else 0.0,
+            external[i, 2] if has_external else 0.0, has_external, h, mode, have_history,
+            stiffness[i], iterations)
+        m_h2 = 1.0 / (inv_mass[i] * h * h)
+        for d in range(3):
+            r = m_h2 * (y[i, d] - x_t[i, d])
+            scale += r * r
+    for i in range(x.shape[0]):
+        for d in range(3):
+            v_last[i, d] = v[i, d]
     return scale
 
 

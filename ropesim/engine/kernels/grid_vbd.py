@@ -289,27 +289,40 @@ def band_schedule(rows: int, reach: int, tasks: int, colours: int, iterations: i
 def grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h, mode,
                    have_history, stiffness, iterations, cols, p, off, soa, m_h2, fix, squares,
                    r):
-    """The step's start for grid row r, straight into the sweep layout: particle_guess
-    (vbd_guess.py) into soa's rows (guess, start, inertia target), m/h^2 (kg/s^2), the
-    fixed flags, and the squares of r = m (y - x) / h^2 (N^2) at 3 i + d (a call of its
-    own: the prange index r may arrive unsigned)."""
+    """The step's start for grid row r, straight into the sweep layout, as vbd.vbd_begin
+    does it: particle_guess (vbd_guess.py) into soa's rows (guess, start, inertia
+    target), m/h^2 (kg/s^2), the fixed flags, the squares of r = m (y - x) / h^2 (N^2)
+    at 3 i + d (0 for fixed particles) and v_last = v."""
     row = np.int64(r)
-    guess = soa[SOA_X:SOA_X + 3].T
-    start = soa[SOA_T:SOA_T + 3].T
-    target = soa[SOA_Y:SOA_Y + 3].T
     inv_h = 1.0 / h
     for m in range(p):
         for t in range(off[m + 1] - off[m]):
             i = row * cols + m + p * t
             e = row * cols + off[m] + t
-            r0, r1, r2 = particle_guess(x, v, v_last, inv_mass, fixed, gravity, external,
-                                        has_external, h, mode, have_history, stiffness,
-                                        iterations, i, guess, start, target, e)
-            squares[3 * i] = r0 * r0
-            squares[3 * i + 1] = r1 * r1
-            squares[3 * i + 2] = r2 * r2
+            for d in range(3):
+                soa[SOA_T + d, e] = x[i, d]
+                soa[SOA_Y + d, e] = x[i, d]
+                soa[SOA_X + d, e] = x[i, d]
             m_h2[e] = inv_h * inv_h / inv_mass[i]
             fix[e] = fixed[i]
+            if fixed[i]:
+                for d in range(3):
+                    squares[3 * i + d] = 0.0
+            else:
+                (soa[SOA_Y, e], soa[SOA_Y + 1, e], soa[SOA_Y + 2, e], soa[SOA_X, e],
+                 soa[SOA_X + 1, e], soa[SOA_X + 2, e]) = particle_guess(
+                    x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0],
+                    v_last[i, 1], v_last[i, 2], inv_mass[i], gravity[0], gravity[1],
+                    gravity[2], external[i, 0] if has_external else 0.0,
+                    external[i, 1] if has_external else 0.0,
+                    external[i, 2] if has_external else 0.0, has_external, h, mode,
+                    have_history, stiffness[i], iterations)
+                m_h2_r = 1.0 / (inv_mass[i] * h * h)
+                for d in range(3):
+                    residual = m_h2_r * (soa[SOA_Y + d, e] - soa[SOA_T + d, e])
+                    squares[3 * i + d] = residual * residual
+            for d in range(3):
+                v_last[i, d] = v[i, d]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)

@@ -1,7 +1,7 @@
-"""VBD's start of a step, particle by particle (integrators/vbd.py has the method): the
-step-start position, the inertia target and the initial guess, shared by the
-spring-list path (vbd.vbd_begin) and the grid path (grid_vbd.py, which writes them
-straight into its sweep layout), so both give the same bits.
+"""VBD's start of a step for one particle (integrators/vbd.py has the method): the
+inertia target and the initial guess, shared by the spring-list path (vbd.vbd_begin)
+and the grid path (grid_vbd.py grid_begin_row, which writes them straight into its
+sweep layout), so both give the same bits.
 """
 
 from __future__ import annotations
@@ -26,56 +26,37 @@ def extrapolation_weight(stiffness_ratio, iterations):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def particle_guess(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h, mode,
-                   have_history, stiffness, iterations, i, guess, start, target, e):
-    """Particle i's step start: start[e] = x[i], target[e] = y_i = x_i + h v_i + h^2
-    (g + f_ext / m) (inertia target), guess[e] = the initial guess (mode: index in
-    vbd.INITIALISATIONS; "adaptive" and "extrapolated" are "inertia" without a previous
-    step; "extrapolated" weighs the last acceleration by extrapolation_weight of
-    stiffness[i], the sum of the particle's springs' k, N/m); guess may be x itself
-    (e = i). v_last[i]: the last step's start velocity on entry, this step's on exit.
-    Returns r = m (y_i - x_i) / h^2 (N; zero for a fixed particle, which keeps x)."""
-    for d in range(3):
-        start[e, d] = x[i, d]
-        target[e, d] = x[i, d]
-        guess[e, d] = x[i, d]
-    if fixed[i]:
-        for d in range(3):
-            v_last[i, d] = v[i, d]
-        return 0.0, 0.0, 0.0
-    a0 = gravity[0] + (inv_mass[i] * external[i, 0] if has_external else 0.0)
-    a1 = gravity[1] + (inv_mass[i] * external[i, 1] if has_external else 0.0)
-    a2 = gravity[2] + (inv_mass[i] * external[i, 2] if has_external else 0.0)
-    target[e, 0] += h * v[i, 0] + h * h * a0
-    target[e, 1] += h * v[i, 1] + h * h * a1
-    target[e, 2] += h * v[i, 2] + h * h * a2
-    m_h2 = 1.0 / (inv_mass[i] * h * h)
-    r0 = m_h2 * (target[e, 0] - start[e, 0])
-    r1 = m_h2 * (target[e, 1] - start[e, 1])
-    r2 = m_h2 * (target[e, 2] - start[e, 2])
+def particle_guess(x0, x1, x2, v0, v1, v2, w0, w1, w2, inv_mass, g0, g1, g2, f0, f1, f2,
+                   has_external, h, mode, have_history, stiffness, iterations):
+    """A free particle's step start from its position x (m), velocity v and last step's
+    start velocity w (m/s), 1/m (1/kg), gravity g (m/s^2), the attached force f (N,
+    read only if has_external) and stiffness, the sum of its springs' k (N/m):
+    (y, guess), y = x + h v + h^2 (g + f / m) the inertia target and guess the initial
+    guess (mode: index in vbd.INITIALISATIONS; "adaptive" and "extrapolated" are
+    "inertia" without a previous step; "extrapolated" weighs the last acceleration by
+    extrapolation_weight of stiffness). Scalars in and out (an inlined helper taking
+    arrays cost 5x the loop around it); the caller stores y and guess in the state's
+    dtype, whose rounding the arrays then give."""
+    a0 = g0 + (inv_mass * f0 if has_external else 0.0)
+    a1 = g1 + (inv_mass * f1 if has_external else 0.0)
+    a2 = g2 + (inv_mass * f2 if has_external else 0.0)
+    y0 = x0 + (h * v0 + h * h * a0)
+    y1 = x1 + (h * v1 + h * h * a1)
+    y2 = x2 + (h * v2 + h * h * a2)
     if mode == 0:
-        pass
-    elif mode == 4 and have_history:  # extrapolated: the last step's acceleration, weighted
-        beta = extrapolation_weight(h * h * inv_mass[i] * stiffness[i], iterations)
-        for d in range(3):
-            guess[e, d] += h * v[i, d] + beta * h * (v[i, d] - v_last[i, d])
-    elif mode == 1 or mode == 3 or mode == 4:
-        if mode == 3 and have_history:  # adaptive: the previous acceleration along a_ext, clamped
-            size = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-            along = 0.0
-            if size > 0.0:
-                along = ((v[i, 0] - v_last[i, 0]) * a0 + (v[i, 1] - v_last[i, 1]) * a1
-                         + (v[i, 2] - v_last[i, 2]) * a2) / (h * size)
-                along = min(max(along, 0.0), size) / size
-            for d in range(3):
-                a = a0 if d == 0 else (a1 if d == 1 else a2)
-                guess[e, d] += h * v[i, d] + h * h * along * a
-        else:
-            for d in range(3):
-                guess[e, d] += h * v[i, d]
-    else:
-        for d in range(3):
-            guess[e, d] = target[e, d]
-    for d in range(3):
-        v_last[i, d] = v[i, d]
-    return r0, r1, r2
+        return y0, y1, y2, x0, x1, x2
+    if mode == 4 and have_history:  # extrapolated: the last step's acceleration, weighted
+        beta = extrapolation_weight(h * h * inv_mass * stiffness, iterations)
+        return (y0, y1, y2, x0 + (h * v0 + beta * h * (v0 - w0)),
+                x1 + (h * v1 + beta * h * (v1 - w1)), x2 + (h * v2 + beta * h * (v2 - w2)))
+    if mode == 3 and have_history:  # adaptive: the previous acceleration along a_ext, clamped
+        size = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        along = 0.0
+        if size > 0.0:
+            along = ((v0 - w0) * a0 + (v1 - w1) * a1 + (v2 - w2) * a2) / (h * size)
+            along = min(max(along, 0.0), size) / size
+        return (y0, y1, y2, x0 + (h * v0 + h * h * along * a0),
+                x1 + (h * v1 + h * h * along * a1), x2 + (h * v2 + h * h * along * a2))
+    if mode == 1 or mode == 3 or mode == 4:
+        return y0, y1, y2, x0 + h * v0, x1 + h * v1, x2 + h * v2
+    return y0, y1, y2, y0, y1, y2
