@@ -221,8 +221,9 @@ class VBD(Integrator):
     |M (y - x_t) / h^2| (the force imbalance left, relative to the step's inertial
     force), ``converged`` = that residual is finite. The kernels read the Params every
     step, but the grid kernels' copy of the springs' rest lengths, k and c/h is kept
-    until a spring edit (notify_model_changed) or a new dt; a topology edit rebuilds the
-    adjacency.
+    until a spring edit (notify_model_changed) or a new dt, and each particle's sum of
+    its springs' k (the "extrapolated" guess's weight) until a stiffness edit; a
+    topology edit rebuilds the adjacency.
     """
 
     name = "vbd"

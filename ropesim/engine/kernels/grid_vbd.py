@@ -1,7 +1,7 @@
 """VBD kernels (integrators/vbd.py): the per-spring terms and the per-particle Newton
 move that the spring-list path and the structured-grid path share, the grid's vertex
-colouring, and the grid path's sweeps (every colour of every sweep in one numba call,
-no index arrays: a particle's springs are found from the grid blocks).
+colouring, and the grid path's whole step (start, every colour of every sweep, end in
+one numba call, no index arrays: a particle's springs are found from the grid blocks).
 
 Vertex colouring of a grid (kernels.grid.GridLayout): particle (r, c) gets colour
 (r + a c) mod p, with the smallest p (and a) such that no block offset (dr, dc) has
@@ -12,8 +12,9 @@ visits a particle's springs in the same order (by spring index), with the same
 arithmetic (``inertia_block``, ``add_spring``, ``newton_move``), so the two give the
 same bits.
 
-The grid sweeps work on a structure-of-arrays copy of the step (``grid_soa_load``) in
-the sweep layout: each grid row with its columns ordered by residue mod p (columns
+The grid sweeps work on a structure-of-arrays copy of the step in the sweep layout
+(written by the step's start, ``grid_begin_row``, and read back by its end,
+``grid_end_row``, both by rows in parallel): each grid row with its columns ordered by residue mod p (columns
 m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the row; ``residue_offsets``).
 A colour's particles of one row are one residue class, so contiguous, and so are the
 other ends of their springs of one block (the row r +- dr, residue (m +- dc) mod p,
@@ -23,6 +24,18 @@ blocks of up to RUN such particles together, one loop over the particles per spr
 family and direction (over the columns where that spring exists), which LLVM turns
 into 4-wide vector code (AVX2, float64); the arithmetic and its order per particle
 are the spring-list path's, so the bits too.
+
+Bands (``band_schedule``): colour by colour, a step is 5 x 10 colour updates, each a
+parallel region (a fork and a join: 50 a step, each waiting for the slower thread).
+An update of row r reads only rows r - reach .. r + reach (reach = the largest dr, 2
+on the cloth), so a run of several updates can go without a join: the rows are cut
+at one seam per task, and each task runs the updates in order on its band, shrinking
+it by ``reach`` rows at each inner seam per update (what it leaves out depends on the
+neighbouring band's rows); a second region then runs, around each seam, the rows left
+out, growing by ``reach`` per update. Every row sees its neighbours as in
+colour-by-colour order (the same bits), and the 128 x 128 cloth's 50 updates run in 8
+regions (four runs of 12-13 updates, two regions each). The serial kernel runs the
+one-task schedule, colour by colour over all rows.
 """
 
 from __future__ import annotations
