@@ -121,8 +121,9 @@ def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_exte
         y[i, 0], y[i, 1], y[i, 2], x[i, 0], x[i, 1], x[i, 2] = particle_guess(
             x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0], v_last[i, 1],
             v_last[i, 2], inv_mass[i], gravity[0], gravity[1], gravity[2],
-            external[i, 0] if has_external else 0.0, external[i, 1] if has_external else 0.0,
-            external[i, 2] if has_external else 0.0, has_external, h, mode, have_history,
+            inv_mass[i] * external[i, 0] if has_external else 0.0,
+            inv_mass[i] * external[i, 1] if has_external else 0.0,
+            inv_mass[i] * external[i, 2] if has_external else 0.0, h, mode, have_history,
             stiffness[i], iterations)
         m_h2 = 1.0 / (inv_mass[i] * h * h)
         for d in range(3):

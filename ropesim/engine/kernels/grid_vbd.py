@@ -14,8 +14,9 @@ same bits.
 
 The grid sweeps work on a structure-of-arrays copy of the step in the sweep layout
 (written by the step's start, ``grid_begin_row``, and read back by its end,
-``grid_end_row``, both by rows in parallel): each grid row with its columns ordered by residue mod p (columns
-m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the row; ``residue_offsets``).
+``grid_end_row``, both by rows in parallel): each grid row with its columns ordered by
+residue mod p (columns m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the
+row; ``residue_offsets``).
 A colour's particles of one row are one residue class, so contiguous, and so are the
 other ends of their springs of one block (the row r +- dr, residue (m +- dc) mod p,
 shifted by a constant: ``neighbour_table``); each spring's rest length, k and c/h
@@ -326,9 +327,9 @@ def grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_externa
                  soa[SOA_X + 1, e], soa[SOA_X + 2, e]) = particle_guess(
                     x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0],
                     v_last[i, 1], v_last[i, 2], inv_mass[i], gravity[0], gravity[1],
-                    gravity[2], external[i, 0] if has_external else 0.0,
-                    external[i, 1] if has_external else 0.0,
-                    external[i, 2] if has_external else 0.0, has_external, h, mode,
+                    gravity[2], inv_mass[i] * external[i, 0] if has_external else 0.0,
+                    inv_mass[i] * external[i, 1] if has_external else 0.0,
+                    inv_mass[i] * external[i, 2] if has_external else 0.0, h, mode,
                     have_history, stiffness[i], iterations)
                 m_h2_r = 1.0 / (inv_mass[i] * h * h)
                 for d in range(3):

@@ -26,20 +26,21 @@ def extrapolation_weight(stiffness_ratio, iterations):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def particle_guess(x0, x1, x2, v0, v1, v2, w0, w1, w2, inv_mass, g0, g1, g2, f0, f1, f2,
-                   has_external, h, mode, have_history, stiffness, iterations):
+def particle_guess(x0, x1, x2, v0, v1, v2, w0, w1, w2, inv_mass, g0, g1, g2, f0, f1, f2, h,
+                   mode, have_history, stiffness, iterations):
     """A free particle's step start from its position x (m), velocity v and last step's
-    start velocity w (m/s), 1/m (1/kg), gravity g (m/s^2), the attached force f (N,
-    read only if has_external) and stiffness, the sum of its springs' k (N/m):
+    start velocity w (m/s), 1/m (1/kg), gravity g and f = f_ext / m (m/s^2: the caller
+    forms the product in the arrays' dtype, or 0) and stiffness, the sum of its
+    springs' k (N/m):
     (y, guess), y = x + h v + h^2 (g + f / m) the inertia target and guess the initial
     guess (mode: index in vbd.INITIALISATIONS; "adaptive" and "extrapolated" are
     "inertia" without a previous step; "extrapolated" weighs the last acceleration by
     extrapolation_weight of stiffness). Scalars in and out (an inlined helper taking
     arrays cost 5x the loop around it); the caller stores y and guess in the state's
     dtype, whose rounding the arrays then give."""
-    a0 = g0 + (inv_mass * f0 if has_external else 0.0)
-    a1 = g1 + (inv_mass * f1 if has_external else 0.0)
-    a2 = g2 + (inv_mass * f2 if has_external else 0.0)
+    a0 = g0 + f0
+    a1 = g1 + f1
+    a2 = g2 + f2
     y0 = x0 + (h * v0 + h * h * a0)
     y1 = x1 + (h * v1 + h * h * a1)
     y2 = x2 + (h * v2 + h * h * a2)
