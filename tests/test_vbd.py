@@ -294,3 +294,98 @@ def test_grid_sweeps_follow_spring_edits_and_a_new_dt_bit_for_bit():
         runs.append(sim.positions.copy())
     np.testing.assert_array_equal(runs[0], runs[1])
     assert np.abs(runs[0] - runs[2]).max() > 1e-3
+
+
+def test_extrapolated_guess_follows_a_stiffness_edit_like_a_fresh_simulation():
+    """The "extrapolated" guess weighs each particle's last acceleration by the sum of
+    its springs' k (kept between steps): after one spring is made 400x stiffer mid-run
+    (so its particles' weight falls below 1), both kernel paths step on exactly like a
+    fresh Simulation given the same state and the same edit."""
+    cloth = rs.cloth(9, 7, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
+                     pins="top-corners")
+    for grid_kernels in (True, False):
+        runs = []
+        for fresh in (False, True):
+            sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
+            sim.step(4)
+            if fresh:
+                state = sim.get_state()
+                sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd",
+                                    grid_kernels=grid_kernels)
+                sim.set_state(state)
+            stiffness = sim.stiffness.copy()
+            stiffness[20] *= 400.0
+            sim.set_stiffness(stiffness)
+            sim.step(4)
+            runs.append(sim.positions.copy())
+        np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_band_schedule_keeps_colour_by_colour_order_and_tasks_apart():
+    """The grid sweeps' band schedule (kernels/grid_vbd.py band_schedule): every colour
+    update of every row runs exactly once; of two updates u < w of rows within the
+    springs' reach, u runs first (an earlier region, or earlier in the same task), so
+    no two tasks of a region touch neighbouring rows and each row sees colour-by-colour
+    order; Chebyshev steps follow whole sweeps; the 128 x 128 cloth's 50 colour updates
+    run in 8 regions."""
+    from ropesim.engine.kernels.grid_vbd import band_schedule
+
+    colours = 5
+    cases = ((128, 2, 2, 10, False), (40, 2, 2, 10, True), (57, 2, 3, 4, False),
+             (6, 2, 2, 3, False), (30, 1, 4, 5, True), (20, 0, 2, 3, False))
+    for rows, reach, tasks, iterations, chebyshev in cases:
+        steps, starts, sweeps_done = band_schedule(rows, reach, tasks, colours, iterations,
+                                                   chebyshev)
+        updates = iterations * colours
+        count = np.zeros((updates, rows), int)
+        region, task, order = (np.full((updates, rows), -1) for _ in range(3))
+        for g in range(len(sweeps_done)):
+            for t in range(tasks):
+                for e in range(starts[g * tasks + t], starts[g * tasks + t + 1]):
+                    u, lo, hi = steps[e]
+                    count[u, lo:hi] += 1
+                    region[u, lo:hi], task[u, lo:hi], order[u, lo:hi] = g, t, e
+        assert (count == 1).all(), (rows, reach, tasks)
+        later = np.arange(updates)[:, None] < np.arange(updates)[None, :]  # u < w
+        for d in range(-reach, reach + 1):
+            r = np.arange(max(0, -d), min(rows, rows - d))
+            ru, rw = region[:, None, r], region[None, :, r + d]
+            first = (ru < rw) | ((ru == rw) & (task[:, None, r] == task[None, :, r + d])
+                                 & (order[:, None, r] < order[None, :, r + d]))
+            assert first[later].all(), (rows, reach, tasks, d)
+        done = [g for g in range(len(sweeps_done)) if sweeps_done[g] >= 0]
+        if chebyshev:
+            assert list(sweeps_done[done]) == list(range(iterations))
+            for it, g in enumerate(done):  # sweep it ends in region g, the next starts after
+                assert region[it * colours:(it + 1) * colours].max() == g
+                assert region[(it + 1) * colours:].min(initial=len(sweeps_done)) > g
+        else:
+            assert not done
+    assert len(band_schedule(128, 2, 2, colours, 10, False)[2]) == 8
+
+
+def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
+    """A cloth tall enough for band_schedule's multi-update regions (64 x 24: groups of
+    three colour updates, rows growing around the seams): the vectorised grid sweeps,
+    serial and parallel, give the spring-list sweeps' bits."""
+    from ropesim.engine import parallel
+    from ropesim.engine.kernels.grid_vbd_pairs import VECTOR_MIN_COLS
+
+    cloth = rs.cloth(VECTOR_MIN_COLS, 24, 0.02, mass=0.01, stiffness=800.0, damping=0.05,
+                     pins="top-corners")
+    runs = []
+    for grid_kernels, mode in ((False, "serial"), (True, "serial"), (True, "parallel")):
+        parallel.set_mode(mode)
+        try:
+            sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
+            sim.add_force(rs.Wind((3.0, 0.0, 1.0)))
+            sim.step(6)
+        finally:
+            parallel.set_mode("auto")
+        runs.append((sim.positions.copy(), sim.solver_stats.residual))
+    if parallel.threads() > 1:
+        assert len(sim.integrator_object._schedules[1][2]) < 2 * 10 * 5 // 3 + 10
+    for positions, residual in runs[1:]:
+        np.testing.assert_array_equal(positions, runs[0][0])
+        assert residual == runs[0][1]
+    assert np.abs(runs[0][0] - cloth.positions3()).max() > 0.005  # the cloth moved

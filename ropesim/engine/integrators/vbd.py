@@ -59,13 +59,15 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .. import parallel
 from ..kernels.grid import grid_layout
-from ..kernels.grid_vbd import (add_spring, chebyshev_accelerate, grid_colour_pattern,
-                                grid_scratch, grid_vertex_colouring, inertia_block,
-                                newton_move, summed, vbd_grid_sweeps,
-                                vbd_grid_sweeps_parallel)
+from ..kernels.grid_vbd import (add_spring, band_schedule, chebyshev_accelerate,
+                                grid_colour_pattern, grid_scratch, grid_vertex_colouring,
+                                inertia_block, newton_move, summed, vbd_grid_step,
+                                vbd_grid_step_parallel)
 from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.particles import hold, speed_result, track_speed
+from ..kernels.vbd_guess import EXTRAPOLATION_RATIO, particle_guess  # noqa: F401
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
@@ -75,9 +77,6 @@ from .colour_passes import ColourPasses, CountSetting, number_setting
 DEFAULT_ITERATIONS = 10
 #: the initial guesses of the paper, by name (their index is the kernel's mode)
 INITIALISATIONS = ("previous", "inertia", "inertia_acceleration", "adaptive", "extrapolated")
-#: the "extrapolated" guess adds a particle's whole last acceleration while h^2 sum(k) / m
-#: of its springs is at most this times the sweeps per step, less beyond (module docstring)
-EXTRAPOLATION_RATIO = 4.0
 #: slices each colour is cut into for the parallel sweep (fixed: no thread-count effect)
 CHUNKS = 64
 #: a VBD colour is a big fork/join region: a grid's five colours each update a fifth of
@@ -86,26 +85,32 @@ CHUNKS = 64
 #: springs per pass, is given n_springs times this factor (the 128 x 128 cloth then
 #: times the parallel sweeps against the serial ones and runs the faster)
 REGION_WORK_FACTOR = 5
+#: the grid sweeps' band schedule has at least this many tasks a region (or one per
+#: thread): the same run order on any machine with up to two threads
+MIN_BAND_TASKS = 2
 
 
-@njit(cache=True, inline="always")
-def extrapolation_weight(stiffness_ratio, iterations):
-    """The share of the last step's acceleration that the "extrapolated" guess adds:
-    1 up to a stiffness ratio h^2 sum(k) / m of EXTRAPOLATION_RATIO x iterations, then
-    that over the ratio (the modal bound in the module docstring)."""
-    limit = EXTRAPOLATION_RATIO * iterations
-    return 1.0 if stiffness_ratio <= limit else limit / stiffness_ratio
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def stiffness_sums(adj_starts, adj_springs, k, sums):
+    """sums[i] = the sum of k (N/m) over particle i's springs, in adjacency order (the
+    "extrapolated" guess's weight; integrators keep it until a stiffness or topology
+    edit)."""
+    for i in range(sums.shape[0]):
+        stiffness = 0.0
+        for a in range(adj_starts[i], adj_starts[i + 1]):
+            stiffness += k[adj_springs[a]]
+        sums[i] = stiffness
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_external, h,
-              mode, have_history, adj_starts, adj_springs, k, iterations):
+              mode, have_history, stiffness, iterations):
     """x_t = x; y = inertia target; x = the initial guess (mode: index in
     INITIALISATIONS; "adaptive" and "extrapolated" are "inertia" without a previous
     step; "extrapolated" weighs particle i's last acceleration by extrapolation_weight
-    of its springs' k, N/m, from the adjacency); v_last holds the last step's start
-    velocities on entry and this step's on exit. Returns sum |m (y - x_t) / h^2|^2 over
-    free particles, N^2 (the residual's scale)."""
+    of stiffness[i], the sum of its springs' k, N/m: stiffness_sums); v_last holds the
+    last step's start velocities on entry and this step's on exit. Returns sum |m (y -
+    x_t) / h^2|^2 over free particles, N^2 (the residual's scale)."""
     scale = 0.0
     for i in range(x.shape[0]):
         for d in range(3):
@@ -113,42 +118,17 @@ def vbd_begin(x, v, x_t, y, v_last, inv_mass, fixed, gravity, external, has_exte
             y[i, d] = x[i, d]
         if fixed[i]:
             continue
-        a0 = gravity[0] + (inv_mass[i] * external[i, 0] if has_external else 0.0)
-        a1 = gravity[1] + (inv_mass[i] * external[i, 1] if has_external else 0.0)
-        a2 = gravity[2] + (inv_mass[i] * external[i, 2] if has_external else 0.0)
-        y[i, 0] += h * v[i, 0] + h * h * a0
-        y[i, 1] += h * v[i, 1] + h * h * a1
-        y[i, 2] += h * v[i, 2] + h * h * a2
+        y[i, 0], y[i, 1], y[i, 2], x[i, 0], x[i, 1], x[i, 2] = particle_guess(
+            x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0], v_last[i, 1],
+            v_last[i, 2], inv_mass[i], gravity[0], gravity[1], gravity[2],
+            inv_mass[i] * external[i, 0] if has_external else 0.0,
+            inv_mass[i] * external[i, 1] if has_external else 0.0,
+            inv_mass[i] * external[i, 2] if has_external else 0.0, h, mode, have_history,
+            stiffness[i], iterations)
         m_h2 = 1.0 / (inv_mass[i] * h * h)
         for d in range(3):
             r = m_h2 * (y[i, d] - x_t[i, d])
             scale += r * r
-        if mode == 0:
-            pass
-        elif mode == 4 and have_history:  # extrapolated: the last step's acceleration, weighted
-            stiffness = 0.0
-            for a in range(adj_starts[i], adj_starts[i + 1]):
-                stiffness += k[adj_springs[a]]
-            beta = extrapolation_weight(h * h * inv_mass[i] * stiffness, iterations)
-            for d in range(3):
-                x[i, d] += h * v[i, d] + beta * h * (v[i, d] - v_last[i, d])
-        elif mode == 1 or mode == 3 or mode == 4:
-            if mode == 3 and have_history:  # adaptive: the previous acceleration along a_ext, clamped
-                size = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-                along = 0.0
-                if size > 0.0:
-                    along = ((v[i, 0] - v_last[i, 0]) * a0 + (v[i, 1] - v_last[i, 1]) * a1
-                             + (v[i, 2] - v_last[i, 2]) * a2) / (h * size)
-                    along = min(max(along, 0.0), size) / size
-                for d in range(3):
-                    a = a0 if d == 0 else (a1 if d == 1 else a2)
-                    x[i, d] += h * v[i, d] + h * h * along * a
-            else:
-                for d in range(3):
-                    x[i, d] += h * v[i, d]
-        else:
-            for d in range(3):
-                x[i, d] = y[i, d]
     for i in range(x.shape[0]):
         for d in range(3):
             v_last[i, d] = v[i, d]
@@ -242,8 +222,9 @@ class VBD(Integrator):
     |M (y - x_t) / h^2| (the force imbalance left, relative to the step's inertial
     force), ``converged`` = that residual is finite. The kernels read the Params every
     step, but the grid kernels' copy of the springs' rest lengths, k and c/h is kept
-    until a spring edit (notify_model_changed) or a new dt; a topology edit rebuilds the
-    adjacency.
+    until a spring edit (notify_model_changed) or a new dt, and each particle's sum of
+    its springs' k (the "extrapolated" guess's weight) until a stiffness edit; a
+    topology edit rebuilds the adjacency.
     """
 
     name = "vbd"
@@ -284,6 +265,8 @@ class VBD(Integrator):
         # the scalar pair sweeps (kernels/grid_vbd_pairs.py)
         self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
         self._springs_dt: float | None = None  # the dt the grid layout's coefficients are for
+        self._stiffness: np.ndarray | None = None  # stiffness_sums, until a k edit
+        self._schedule_key: tuple | None = None  # what self._schedules were built for
         if self._grid_runs:
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
@@ -301,6 +284,20 @@ class VBD(Integrator):
             self._set_up_springs()
         if flags & Changed.SPRINGS:  # the grid layout's spring coefficients again
             self._springs_dt = None
+        if flags & Changed.STIFFNESS:  # each particle's sum of k again
+            self._stiffness = None
+
+    def _band_schedules(self) -> tuple:
+        """The grid step's band_schedules (serial: one task; parallel: one per thread, at
+        least MIN_BAND_TASKS) for the sweeps per step, Chebyshev on or off and the thread
+        count (built again when one of them changes)."""
+        key = (self._iterations, self._rho > 0.0, max(MIN_BAND_TASKS, parallel.threads()))
+        if key != self._schedule_key:
+            self._schedules = tuple(band_schedule(self._grid.rows, self._grid.max_dr, tasks,
+                                                  self._pattern[1], key[0], key[1])
+                                    for tasks in (1, key[2]))
+            self._schedule_key = key
+        return self._schedules
 
     @property
     def initialisation(self) -> str:
@@ -331,36 +328,44 @@ class VBD(Integrator):
         external, has_external = self.external_forces(state)  # read only if has_external
         have_history = self._last_step is not None and state.step_count == self._last_step + 1
         self._last_step = state.step_count
-        scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start, p.inv_mass,
-                          p.fixed, model.gravity(), external, has_external, dt, self._mode,
-                          have_history, self._adjacency[0], self._adjacency[1], p.stiffness,
-                          self._iterations)
-        if self._grid_runs:
-            force_sq = self._passes.run(
-                vbd_grid_sweeps, vbd_grid_sweeps_parallel, state.x, self._x_t, self._y,
-                p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping, dt,
-                self._grid.cols, self._grid.blocks, *self._pattern, self._iterations,
-                self._rho, self._force_sq, *self._grid_scratch, self._springs_dt != dt)
+        if self._stiffness is None:
+            self._stiffness = np.zeros(model.n_particles)
+            stiffness_sums(self._adjacency[0], self._adjacency[1], p.stiffness,
+                           self._stiffness)
+        gravity, damp = model.gravity(), model.damp_factor(dt)
+        if self._grid_runs:  # the whole step in one call (kernels/grid_vbd.py)
+            force_sq, scale, speed = self._passes.run(
+                vbd_grid_step, vbd_grid_step_parallel, state.x, state.v, self._v_start,
+                p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping,
+                self._stiffness, (gravity, external, has_external),
+                (self._mode, have_history, self._iterations), dt, damp, self._grid.cols,
+                self._grid.blocks, *self._pattern, self._band_schedules(), self._rho,
+                self._force_sq, self._grid_scratch, self._springs_dt != dt)
             self._springs_dt = dt
-        elif self._grid is not None:
-            force_sq = self._passes.run(
-                vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
-                self._x_1, self._x_2, p.inv_mass, p.fixed, p.rest_lengths, p.stiffness,
-                p.damping, dt, self._grid.cols, self._grid.blocks, *self._pattern,
-                self._iterations, self._rho, self._force_sq)
         else:
-            force_sq = self._passes.run(
-                vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
-                self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
-                p.stiffness, p.damping, dt, self._order, self._colour_starts,
-                self._iterations, self._rho, self._force_sq)
+            scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start,
+                              p.inv_mass, p.fixed, gravity, external, has_external, dt,
+                              self._mode, have_history, self._stiffness, self._iterations)
+            if self._grid is not None:
+                force_sq = self._passes.run(
+                    vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
+                    self._x_1, self._x_2, p.inv_mass, p.fixed, p.rest_lengths, p.stiffness,
+                    p.damping, dt, self._grid.cols, self._grid.blocks, *self._pattern,
+                    self._iterations, self._rho, self._force_sq)
+            else:
+                force_sq = self._passes.run(
+                    vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
+                    self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
+                    p.stiffness, p.damping, dt, self._order, self._colour_starts,
+                    self._iterations, self._rho, self._force_sq)
+            speed = vbd_end(state.x, state.v, self._x_t, p.fixed, dt, damp)
         stats = self.stats
         stats.iterations = self._iterations
         stats.total_iterations += self._iterations
         stats.implicit_steps += 1
         stats.residual = math.sqrt(force_sq / scale) if scale > 0.0 else math.sqrt(force_sq)
         stats.converged = math.isfinite(stats.residual)
-        return float(vbd_end(state.x, state.v, self._x_t, p.fixed, dt, model.damp_factor(dt)))
+        return float(speed)
 
     # --- snapshots (engine/snapshot.py) ---------------------------------------------------
     def save_warm(self) -> dict:

@@ -1,7 +1,7 @@
 """VBD kernels (integrators/vbd.py): the per-spring terms and the per-particle Newton
 move that the spring-list path and the structured-grid path share, the grid's vertex
-colouring, and the grid path's sweeps (every colour of every sweep in one numba call,
-no index arrays: a particle's springs are found from the grid blocks).
+colouring, and the grid path's whole step (start, every colour of every sweep, end in
+one numba call, no index arrays: a particle's springs are found from the grid blocks).
 
 Vertex colouring of a grid (kernels.grid.GridLayout): particle (r, c) gets colour
 (r + a c) mod p, with the smallest p (and a) such that no block offset (dr, dc) has
@@ -12,9 +12,11 @@ visits a particle's springs in the same order (by spring index), with the same
 arithmetic (``inertia_block``, ``add_spring``, ``newton_move``), so the two give the
 same bits.
 
-The grid sweeps work on a structure-of-arrays copy of the step (``grid_soa_load``) in
-the sweep layout: each grid row with its columns ordered by residue mod p (columns
-m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the row; ``residue_offsets``).
+The grid sweeps work on a structure-of-arrays copy of the step in the sweep layout
+(written by the step's start, ``grid_begin_row``, and read back by its end,
+``grid_end_row``, both by rows in parallel): each grid row with its columns ordered by
+residue mod p (columns m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the
+row; ``residue_offsets``).
 A colour's particles of one row are one residue class, so contiguous, and so are the
 other ends of their springs of one block (the row r +- dr, residue (m +- dc) mod p,
 shifted by a constant: ``neighbour_table``); each spring's rest length, k and c/h
@@ -23,6 +25,18 @@ blocks of up to RUN such particles together, one loop over the particles per spr
 family and direction (over the columns where that spring exists), which LLVM turns
 into 4-wide vector code (AVX2, float64); the arithmetic and its order per particle
 are the spring-list path's, so the bits too.
+
+Bands (``band_schedule``): colour by colour, a step is 5 x 10 colour updates, each a
+parallel region (a fork and a join: 50 a step, each waiting for the slower thread).
+An update of row r reads only rows r - reach .. r + reach (reach = the largest dr, 2
+on the cloth), so a run of several updates can go without a join: the rows are cut
+at one seam per task, and each task runs the updates in order on its band, shrinking
+it by ``reach`` rows at each inner seam per update (what it leaves out depends on the
+neighbouring band's rows); a second region then runs, around each seam, the rows left
+out, growing by ``reach`` per update. Every row sees its neighbours as in
+colour-by-colour order (the same bits), and the 128 x 128 cloth's 50 updates run in 8
+regions (four runs of 12-13 updates, two regions each). The serial kernel runs the
+one-task schedule, colour by colour over all rows.
 """
 
 from __future__ import annotations
@@ -32,7 +46,8 @@ from numba import njit, prange
 
 from ..linalg.multigrid import _inv3 as inverse_3x3
 from .grid import GridLayout
-from .particles import MIN_LENGTH
+from .particles import MIN_LENGTH, hold, speed_result, track_speed
+from .vbd_guess import particle_guess
 
 #: largest colour count tried for the (r + a c) mod p pattern
 MAX_GRID_COLOURS = 16
@@ -183,16 +198,16 @@ def residue_offsets(cols: int, p: int) -> np.ndarray:
 
 def grid_scratch(rows: int, cols: int, blocks: np.ndarray, p: int, dtype, rest_dtype,
                  k_dtype):
-    """The grid sweeps' tables and work arrays: (off, near, soa, m_h2, fix, fsq, rest_b,
-    k_b, ch_b, acc)
-    (``vbd_grid_sweeps``); soa in the state's dtype and rest_b, k_b in the parameters'
-    (the arithmetic is the spring-list kernels', type for type)."""
+    """The grid step's tables and work arrays: (off, near, soa, m_h2, fix, fsq, rest_b,
+    k_b, ch_b, acc, squares, row_speed) (``vbd_grid_step``); soa in the state's dtype
+    and rest_b, k_b in the parameters' (the arithmetic is the spring-list kernels', type
+    for type)."""
     n = rows * cols
     return (residue_offsets(cols, p), neighbour_table(blocks, p),
             np.zeros((SOA_ROWS, n), dtype), np.zeros(n),
             np.zeros(n, np.uint8), np.zeros(n), np.zeros((len(blocks), n), rest_dtype),
             np.zeros((len(blocks), n), k_dtype), np.zeros((len(blocks), n)),
-            np.zeros((rows, 9 * RUN)))
+            np.zeros((rows, 9 * RUN)), np.zeros(3 * n), np.zeros((rows, 2)))
 
 
 def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
@@ -211,22 +226,117 @@ def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
     return near
 
 
+def band_schedule(rows: int, reach: int, tasks: int, colours: int, iterations: int,
+                  chebyshev: bool):
+    """The grid sweeps' run order in few parallel regions (module docstring, "Bands").
+
+    ``iterations`` sweeps over ``colours`` colours are the colour updates u = 0 .. U - 1
+    (colour u mod colours, sweep u // colours); a particle's update reads the rows
+    within ``reach`` of its own. The rows are cut at ``tasks`` seams; a group of
+    consecutive updates runs in two regions of ``tasks`` parallel tasks: first each band
+    between two seams shrinking by ``reach`` rows at each inner seam per update (task 0
+    holds the two edge bands), then around each seam the rows left out, growing. Every
+    row then sees its neighbours exactly as in colour-by-colour order (the same bits),
+    with no two tasks of a region within ``reach`` rows of each other. Groups are as
+    long as the seams' spacing allows; with ``chebyshev`` none spans two sweeps (the
+    Chebyshev step follows a sweep).
+
+    Returns (steps, starts, sweeps_done): steps (n, 3) int64 rows (update, row_lo,
+    row_hi); region g's task t runs steps[starts[g tasks + t] : starts[g tasks + t + 1]]
+    in order; sweeps_done[g] is the sweep that region g completes if a Chebyshev step
+    follows it, else -1."""
+    seams = sorted({(2 * j + 1) * rows // (2 * tasks) for j in range(tasks)} - {0, rows}
+                   if tasks > 1 else set())
+    updates = iterations * colours
+    span = updates
+    if reach and len(seams) > 1:  # two seams' growing rows stay > reach rows apart
+        gap = min(b - a for a, b in zip(seams, seams[1:]))
+        span = max(1, (gap - reach) // (2 * reach) + 1)
+    stretch = colours if chebyshev else updates
+    steps: list[tuple[int, int, int]] = []
+    starts, sweeps_done = [0], []
+
+    def region(entries_of_task) -> None:
+        for task in range(tasks):
+            steps.extend(entries_of_task(task))
+            starts.append(len(steps))
+
+    def bands(task: int, first: int, count: int):
+        if not seams:
+            return [(first + s, 0, rows) for s in range(count)] if task == 0 else []
+        if task == 0:  # the two edge bands: they shrink at their seam only
+            return [e for s in range(count) for e in ((first + s, 0, seams[0] - reach * s),
+                                                      (first + s, seams[-1] + reach * s, rows))
+                    if e[1] < e[2]]
+        if task < len(seams):
+            return [(first + s, seams[task - 1] + reach * s, seams[task] - reach * s)
+                    for s in range(count) if seams[task - 1] + reach * s
+                    < seams[task] - reach * s]
+        return []
+
+    def around_seam(task: int, first: int, count: int):
+        if task >= len(seams):
+            return []
+        b = seams[task]
+        return [(first + s, max(0, b - reach * s), min(rows, b + reach * s))
+                for s in range(1, count) if reach * s > 0]
+
+    for lo in range(0, updates, stretch):
+        length = min(stretch, updates - lo)
+        groups = -(-length // span)
+        first = lo
+        for g in range(groups):
+            count = (length * (g + 1)) // groups - (length * g) // groups
+            region(lambda task: bands(task, first, count))
+            sweeps_done.append(-1)
+            if count > 1 and seams and reach:
+                region(lambda task: around_seam(task, first, count))
+                sweeps_done.append(-1)
+            first += count
+        if chebyshev:
+            sweeps_done[-1] = (lo + length) // colours - 1
+    return (np.array(steps, np.int64).reshape(-1, 3), np.array(starts, np.int64),
+            np.array(sweeps_done, np.int64))
+
+
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix):
-    """Copy the step into the sweep layout: positions, start positions and inertia
-    targets into soa's rows, m/h^2 (kg/s^2) and the fixed flags."""
-    rows = x.shape[0] // cols
-    for r in range(rows):
-        for m in range(p):
-            for t in range(off[m + 1] - off[m]):
-                i = r * cols + m + p * t
-                e = r * cols + off[m] + t
+def grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h, mode,
+                   have_history, stiffness, iterations, cols, p, off, soa, m_h2, fix, squares,
+                   r):
+    """The step's start for grid row r, straight into the sweep layout, as vbd.vbd_begin
+    does it: particle_guess (vbd_guess.py) into soa's rows (guess, start, inertia
+    target), m/h^2 (kg/s^2), the fixed flags, the squares of r = m (y - x) / h^2 (N^2)
+    at 3 i + d (0 for fixed particles) and v_last = v."""
+    row = np.int64(r)
+    inv_h = 1.0 / h
+    for m in range(p):
+        for t in range(off[m + 1] - off[m]):
+            i = row * cols + m + p * t
+            e = row * cols + off[m] + t
+            for d in range(3):
+                soa[SOA_T + d, e] = x[i, d]
+                soa[SOA_Y + d, e] = x[i, d]
+                soa[SOA_X + d, e] = x[i, d]
+            m_h2[e] = inv_h * inv_h / inv_mass[i]
+            fix[e] = fixed[i]
+            if fixed[i]:
                 for d in range(3):
-                    soa[SOA_X + d, e] = x[i, d]
-                    soa[SOA_T + d, e] = x_t[i, d]
-                    soa[SOA_Y + d, e] = y[i, d]
-                m_h2[e] = inv_h * inv_h / inv_mass[i]
-                fix[e] = fixed[i]
+                    squares[3 * i + d] = 0.0
+            else:
+                (soa[SOA_Y, e], soa[SOA_Y + 1, e], soa[SOA_Y + 2, e], soa[SOA_X, e],
+                 soa[SOA_X + 1, e], soa[SOA_X + 2, e]) = particle_guess(
+                    x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0],
+                    v_last[i, 1], v_last[i, 2], inv_mass[i], gravity[0], gravity[1],
+                    gravity[2], inv_mass[i] * external[i, 0] if has_external else 0.0,
+                    inv_mass[i] * external[i, 1] if has_external else 0.0,
+                    inv_mass[i] * external[i, 2] if has_external else 0.0, h, mode,
+                    have_history, stiffness[i], iterations)
+                m_h2_r = 1.0 / (inv_mass[i] * h * h)
+                for d in range(3):
+                    residual = m_h2_r * (soa[SOA_Y + d, e] - soa[SOA_T + d, e])
+                    squares[3 * i + d] = residual * residual
+            for d in range(3):
+                v_last[i, d] = v[i, d]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -250,16 +360,27 @@ def grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_soa_store(x, force_sq, cols, p, off, soa, fsq):
-    """x and force_sq (N^2) back from the sweep layout."""
-    for r in range(x.shape[0] // cols):
-        for m in range(p):
-            for t in range(off[m + 1] - off[m]):
-                i = r * cols + m + p * t
-                e = r * cols + off[m] + t
-                for d in range(3):
-                    x[i, d] = soa[SOA_X + d, e]
-                force_sq[i] = fsq[e]
+def grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed, r):
+    """The step's end for grid row r, from the sweep layout: x, force_sq (N^2), v = (x -
+    x_t) / h then drag (v = 0 for fixed particles, which kept x_t), and the row's max
+    |v|^2 and NaN check sum (particles.track_speed) into row_speed[r]."""
+    row = np.int64(r)
+    max_sq, bad = 0.0, 0.0
+    for m in range(p):
+        for t in range(off[m + 1] - off[m]):
+            i = row * cols + m + p * t
+            e = row * cols + off[m] + t
+            for d in range(3):
+                x[i, d] = soa[SOA_X + d, e]
+            force_sq[i] = fsq[e]
+            if fixed[i]:
+                hold(v, i, 0.0)
+                continue
+            for d in range(3):
+                v[i, d] = (x[i, d] - soa[SOA_T + d, e]) / h * damp
+            max_sq, bad = track_speed(x, v, i, max_sq, bad, 0.0)
+    row_speed[row, 0] = max_sq
+    row_speed[row, 1] = bad
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -355,6 +476,21 @@ def descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, n
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
+def descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows,
+                  cols, a, p, steps, starts, region, tasks, t):
+    """Task t of band_schedule's region ``region`` (of ``tasks`` tasks each): its entries
+    of steps, each one colour's Newton steps on a range of grid rows
+    (descend_grid_row), in order (a call of its own: the prange index t may arrive
+    unsigned, and uint64 + int64 is a float in numba)."""
+    slot = region * tasks + np.int64(t)
+    for e in range(starts[slot], starts[slot + 1]):
+        q = steps[e, 0] % p
+        for r in range(steps[e, 1], steps[e, 2]):
+            descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
+                             rows, cols, a, p, q, r)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
 def copy_rows(soa, source, target):
     """soa[target + d] = soa[source + d], d < 3."""
     for d in range(3):
@@ -404,49 +540,72 @@ def summed(values):
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p, iterations,
-                 rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc,
-                 load_springs):
-    """The body of both grid sweep kernels: prange runs the rows of a colour in parallel
-    in vbd_grid_sweeps_parallel and in order in vbd_grid_sweeps (no two particles of a
-    colour share a spring: the same bits); returns sum |f|^2 of the last sweep, N^2,
-    summed in index order in both. ``load_springs``: copy the springs' coefficients into
-    rest_b, k_b, ch_b first (else they are the last call's)."""
+def _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess, h, damp,
+               cols, blocks, a, p, schedule, rho, force_sq, scratch, load_springs):
+    """The body of both grid step kernels: the start (grid_begin_row), the sweeps in
+    band_schedule's order, the end (grid_end_row); prange runs the rows of the start
+    and end and each region's tasks in parallel in vbd_grid_step_parallel and in order in
+    vbd_grid_step (no two tasks of a region touch each other's rows' neighbours: the
+    same bits). Returns (sum |f|^2 of the last sweep, N^2; sum |m (y - x_t) / h^2|^2
+    over free particles, N^2; the max |v|^2 or NaN), the sums in index order in both.
+    ``load_springs``: copy the springs' coefficients into rest_b, k_b, ch_b first (else
+    they are the last call's)."""
+    gravity, external, has_external = forces
+    mode, have_history, iterations = guess
+    steps, starts, sweeps_done = schedule
+    off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, squares, row_speed = scratch
     rows = x.shape[0] // cols
-    inv_h = 1.0 / h
-    grid_soa_load(x, x_t, y, inv_mass, fixed, inv_h, cols, p, off, soa, m_h2, fix)
+    for r in prange(rows):
+        grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h,
+                       mode, have_history, stiffness, iterations, cols, p, off, soa, m_h2,
+                       fix, squares, np.int64(r))
+    scale = summed(squares)
     if load_springs:
-        grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b)
+        grid_soa_springs(rest, k, c, 1.0 / h, cols, blocks, p, off, rest_b, k_b, ch_b)
     omega = 1.0
     if rho > 0.0:
         copy_rows(soa, SOA_X, SOA_X1)
-    for it in range(iterations):
-        for q in range(p):
-            for r in prange(rows):
-                descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off,
-                                 near, rows, cols, a, p, q, r)
-        omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
-                                     soa[SOA_X2:SOA_X2 + 3].T, fix, it, rho, omega)
-    grid_soa_store(x, force_sq, cols, p, off, soa, fsq)
-    return summed(force_sq)
+    tasks = (starts.shape[0] - 1) // sweeps_done.shape[0]
+    for g in range(sweeps_done.shape[0]):
+        for t in prange(tasks):
+            descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
+                          rows, cols, a, p, steps, starts, g, tasks, np.int64(t))
+        if sweeps_done[g] >= 0:
+            omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
+                                         soa[SOA_X2:SOA_X2 + 3].T, fix, sweeps_done[g], rho,
+                                         omega)
+    for r in prange(rows):
+        grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed,
+                     np.int64(r))
+    max_sq, bad = 0.0, 0.0
+    for r in range(rows):
+        max_sq = max(max_sq, row_speed[r, 0])
+        bad += row_speed[r, 1]
+    return summed(force_sq), scale, speed_result(max_sq, bad)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def vbd_grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                    iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b, k_b,
-                    ch_b, acc, load_springs):
-    """``iterations`` serial sweeps over the grid colours (the tables and work arrays off
-    ... acc from grid_scratch); x and force_sq updated; returns sum |f|^2 of the last, N^2."""
-    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                        iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
-                        k_b, ch_b, acc, load_springs)
+def vbd_grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess, h,
+                  damp, cols, blocks, a, p, schedules, rho, force_sq, scratch, load_springs):
+    """A whole VBD step on a grid, serial: x, v and v_last (m, m/s) updated from the
+    Params arrays, stiffness (stiffness_sums, N/m), forces = (gravity m/s^2, f_ext (n, 3)
+    N, whether f_ext acts), guess = (initialisation mode, have_history, sweeps), h (s),
+    damp (the drag factor), the grid (cols, blocks, a, p), schedules = (one task's
+    band_schedule, the parallel step's: this kernel runs the first, colour by colour
+    over all rows), Chebyshev's rho and scratch (grid_scratch); force_sq (N^2) per
+    particle after the last sweep. Returns (sum |f|^2, the residual's scale, max
+    |v|^2): _grid_step."""
+    return _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess,
+                      h, damp, cols, blocks, a, p, schedules[0], rho, force_sq, scratch,
+                      load_springs)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
-def vbd_grid_sweeps_parallel(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                             iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq,
-                             rest_b, k_b, ch_b, acc, load_springs):
-    """vbd_grid_sweeps with the rows of each colour in parallel (identical results)."""
-    return _grid_sweeps(x, x_t, y, inv_mass, fixed, rest, k, c, h, cols, blocks, a, p,
-                        iterations, rho, force_sq, off, near, soa, m_h2, fix, fsq, rest_b,
-                        k_b, ch_b, acc, load_springs)
+def vbd_grid_step_parallel(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces,
+                           guess, h, damp, cols, blocks, a, p, schedules, rho, force_sq,
+                           scratch, load_springs):
+    """vbd_grid_step with the rows and, in the second of the schedules, the regions'
+    tasks in parallel (identical results)."""
+    return _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, guess,
+                      h, damp, cols, blocks, a, p, schedules[1], rho, force_sq, scratch,
+                      load_springs)
