@@ -53,7 +53,8 @@ def test_widgets_and_stats_line_of_each_solver(gui):
     sim.step(2)
     labels = one_frame(gui, lambda: draw_solver_section(imgui, sim))
     assert [label.split("###")[0] for label in labels] == [
-        "substeps", "iterations", "compliance", "compliance = 1/k", "relaxation"]
+        "substeps", "iterations", "compliance", "compliance = 1/k", "relaxation", "tethers",
+        "tethers = off"]
     assert solver_stats_line(sim).startswith(f"{sim.solver_stats.iterations} passes/step")
     sim.integrator = "vbd"
     sim.step()

@@ -110,6 +110,7 @@ class RecordingGui:
 def test_the_panels_widgets_take_their_ranges_from_the_table():
     sim = rs.Simulation(rs.rope(4, 1.0), dt=1 / 60, integrator="xpbd")
     sim.integrator_object.compliance = 1e-6  # its slider shows when not None
+    sim.integrator_object.tethers = 0.1  # so does this one
     shown = {}
     for name in SOLVER_SETTING_TABLE:
         sim.integrator = name

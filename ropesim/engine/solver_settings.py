@@ -101,6 +101,10 @@ SOLVER_SETTING_TABLE: dict[str, dict[str, SolverSetting]] = {
         "relaxation": SolverSetting("number", "over-relaxation of each projection",
                                     *RELAXATION_RANGE, high_included=False,
                                     slider=(1.0, 1.99)),
+        "tethers": SolverSetting("number", "absent: off; the strain allowed beyond the rest "
+                                 "distance to the nearest fixed particle", 0.0,
+                                 slider=(0.0, 0.5), noun="slack", none_means="off",
+                                 first=0.1),
     },
     "vbd": {
         "iterations": SolverSetting("count", "sweeps per step", 1, MAX_COUNT,

@@ -42,6 +42,14 @@ projected in parallel; the serial and the parallel pass give identical results. 
 structured grid (Model.grid()) runs the grid kernels of kernels/grid_xpbd.py; other
 systems the spring-list kernels below, over a greedy edge colouring (the grid's colours
 on a grid with grid_kernels=False: then both give the same bits).
+
+``tethers`` (None: off, the default) turns on long-range attachments (kernels/tethers.py):
+after each substep's passes, no free particle stays farther from its nearest fixed
+particle than (1 + tethers) times their rest distance through the springs. Few passes
+carry a load only a few springs far, so a stiff cloth hanging from its corners stretches
+there far past what its springs allow; the tethers carry its weight at once. They only
+shorten what is stretched past the slack, so with a slack above the springs' own
+strain they leave the converged answer as it is.
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ from ..kernels.grid_xpbd import (finish, grid_edge_colouring, predict,
                                  projection_scales, project_spring, weights, xpbd_grid_step,
                                  xpbd_grid_step_parallel)
 from ..kernels.particles import MIN_LENGTH, speed_result, spring_vector
+from ..kernels.tethers import nearest_anchors, tether
+from ..kernels.vertex_colouring import vertex_adjacency
 from ..state import Changed, Model, State
 from .base import Integrator, SolverStats, register_integrator
 from .colour_passes import ColourPasses, CountSetting, number_setting
@@ -75,11 +85,13 @@ CHUNKS = 64
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
                    gravity, external, has_external, order, starts, h, substeps, iterations,
-                   per_k, per_spring, per_c, rigid, relaxation, damp, chunks, results):
+                   per_k, per_spring, per_c, rigid, relaxation, damp, anchor, reach,
+                   chunks, results):
     """The body of both spring-list kernels: prange runs each colour's springs (and the
     particle chunks of the prediction and the velocities) in parallel in
     xpbd_step_parallel and in order in xpbd_step, the same arithmetic either way."""
     n_chunks = chunks.shape[0] - 1
+    x_by_axis = x.T  # the (3, n) view the tether pass reads
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
         for t in prange(n_chunks):
@@ -92,6 +104,9 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
                     s = order[e]
                     project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k,
                                    c, per_k, per_spring, per_c, rigid, relaxation)
+        if anchor.shape[0] > 0:  # the tethers after the springs (kernels/tethers.py)
+            for t in prange(n_chunks):
+                tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
         for t in prange(n_chunks):
             m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
             results[t, 0] = m
@@ -106,7 +121,8 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def xpbd_step(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
               gravity, external, has_external, order, starts, h, substeps, iterations,
-              per_k, per_spring, per_c, rigid, relaxation, damp, chunks, results):
+              per_k, per_spring, per_c, rigid, relaxation, damp, anchor, reach,
+              chunks, results):
     """``substeps`` XPBD substeps of h s on a spring list (serial), colour by colour
     (order[starts[q]:starts[q + 1]] is colour q), particles in ``chunks`` (their
     per-chunk speeds in ``results``); returns the last substep's max |v|^2 (NaN if
@@ -114,19 +130,19 @@ def xpbd_step(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k
     return _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest,
                           k, c, gravity, external, has_external, order, starts, h,
                           substeps, iterations, per_k, per_spring, per_c, rigid,
-                          relaxation, damp, chunks, results)
+                          relaxation, damp, anchor, reach, chunks, results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def xpbd_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k,
                        c, gravity, external, has_external, order, starts, h, substeps,
                        iterations, per_k, per_spring, per_c, rigid, relaxation, damp,
-                       chunks, results):
+                       anchor, reach, chunks, results):
     """xpbd_step with each colour's springs in parallel (identical results)."""
     return _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest,
                           k, c, gravity, external, has_external, order, starts, h,
                           substeps, iterations, per_k, per_spring, per_c, rigid,
-                          relaxation, damp, chunks, results)
+                          relaxation, damp, anchor, reach, chunks, results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -166,7 +182,8 @@ class XPBD(Integrator):
     Attributes, editable live: ``substeps`` per step (default 5), ``iterations`` of
     Gauss-Seidel per substep (default 1), ``compliance`` (None: each spring's 1/k, m/N;
     a number >= 0: that compliance for every spring, 0 = rigid rods), ``relaxation``
-    (the over-relaxation omega in [1, 2), default 1.5). ``stats``: ``iterations`` =
+    (the over-relaxation omega in [1, 2), default 1.5), ``tethers`` (None: off; a slack
+    >= 0: long-range attachments, see the module docstring). ``stats``: ``iterations`` =
     Gauss-Seidel passes of the last step (substeps x iterations), ``residual`` = its
     constraint error (:func:`constraint_error`, m, after the last pass; computed when
     first read, from the step's end positions and multipliers), ``converged`` = that
@@ -187,7 +204,12 @@ class XPBD(Integrator):
         self.iterations = DEFAULT_ITERATIONS
         self.compliance = None
         self.relaxation = DEFAULT_RELAXATION
+        self.tethers = None
         n, dtype = model.n_particles, model.dtype
+        self._anchor = np.full(n, -1, np.int64)  # each particle's nearest fixed particle
+        self._anchor_distance = np.zeros(n)  # rest distance to it through the springs, m
+        self._reach = np.zeros(n, dtype)  # (1 + tethers) x that distance, m
+        self._anchors_stale = True
         self._x_prev = np.zeros((n, 3), dtype)
         self._weights = np.zeros(n, dtype)
         self._chunks = np.linspace(0, n, CHUNKS + 1).astype(np.int64)
@@ -226,6 +248,37 @@ class XPBD(Integrator):
     def notify_model_changed(self, flags: Changed) -> None:
         if flags & Changed.TOPOLOGY:  # new spring list: coloured again
             self._set_up_springs()
+        if flags & (Changed.TOPOLOGY | Changed.FIXED | Changed.STIFFNESS
+                    | Changed.REST_LENGTHS):  # other anchors or paths to them
+            self._anchors_stale = True
+
+    @property
+    def tethers(self) -> float | None:
+        """None (off) or the tethers' slack: no free particle farther from its nearest
+        fixed particle than (1 + slack) times their rest distance through the springs
+        (module docstring; 0.1 = 10 %)."""
+        return self._tethers
+
+    @tethers.setter
+    def tethers(self, value: float | None) -> None:
+        if value is not None:
+            value = number_setting(value, "xpbd.tethers", "None (off) or a slack >= 0")
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ValueError(f"xpbd.tethers: expected None (off) or a finite slack >= 0, "
+                                 f"got {value!r}")
+        self._tethers = value
+        self._anchors_stale = True  # the reach follows the slack
+
+    def _update_anchors(self) -> None:
+        """Each particle's anchor and reach (kernels/tethers.py), for the model now."""
+        model, p = self.model, self.model.params
+        starts, springs, others = vertex_adjacency(model.spring_a, model.spring_b,
+                                                   model.n_particles)
+        nearest_anchors(starts, springs, others, p.rest_lengths, p.stiffness, p.fixed,
+                        self._anchor, self._anchor_distance)
+        np.multiply(self._anchor_distance, 1.0 + self._tethers, out=self._reach,
+                    casting="unsafe")
+        self._anchors_stale = False
 
     @property
     def compliance(self) -> float | None:
@@ -292,8 +345,14 @@ class XPBD(Integrator):
                   p.fixed)
         forces = (p.rest_lengths, p.stiffness, p.damping, model.gravity(), external,
                   has_external)
+        if self._tethers is None:  # empty anchors: no tether pass
+            anchor, reach = self._anchor[:0], self._reach[:0]
+        else:
+            if self._anchors_stale:
+                self._update_anchors()
+            anchor, reach = self._anchor, self._reach
         solver = (h, self._substeps, self._iterations, per_k, per_spring, per_c, rigid,
-                  self._relaxation, damp)
+                  self._relaxation, damp, anchor, reach)
         if self._grid is not None:
             result = self._passes.run(xpbd_grid_step, xpbd_grid_step_parallel, *common,
                                       *forces, *solver, self._grid.cols, self._grid.blocks,
@@ -314,10 +373,12 @@ class XPBD(Integrator):
     def save_warm(self) -> dict:
         """The settings (every substep starts from the state: nothing else carries)."""
         return {"substeps": self._substeps, "iterations": self._iterations,
-                "compliance": self._compliance, "relaxation": self._relaxation}
+                "compliance": self._compliance, "relaxation": self._relaxation,
+                "tethers": self._tethers}
 
     def load_warm(self, warm: dict) -> None:
         self.substeps = warm["substeps"]
         self.iterations = warm["iterations"]
         self.compliance = warm["compliance"]
         self.relaxation = warm["relaxation"]
+        self.tethers = warm.get("tethers")  # snapshots from before tethers: off

@@ -26,6 +26,7 @@ from numba import njit, prange
 
 from .grid import GridLayout
 from .particles import MIN_LENGTH, hold, speed_result, track_speed
+from .tethers import tether
 
 def grid_edge_colouring(layout: GridLayout) -> tuple[np.ndarray, np.ndarray]:
     """(order, starts), int64, like colouring.edge_colouring: springs
@@ -278,7 +279,7 @@ def grid_result(x, v, w):
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def _grid_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, external,
                    has_external, h, substeps, iterations, per_k, per_spring, per_c, rigid,
-                   relaxation, damp, cols, blocks, X, V, P):
+                   relaxation, damp, anchor, reach, cols, blocks, X, V, P):
     """The body of both grid step kernels: prange runs the rows of a colour (and of the
     prediction and the velocities) in parallel in xpbd_grid_step_parallel and in order
     in xpbd_grid_step, with the same arithmetic, so both give the same bits."""
@@ -302,6 +303,9 @@ def _grid_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, e
                             project_grid_row(X, P, w, lam, rest, k, c, per_k,
                                              per_spring, per_c, rigid, relaxation, cols, r,
                                              dr, dc, first, c0, c1, parity)
+        if anchor.shape[0] > 0:  # the tethers after the springs (kernels/tethers.py)
+            for r in prange(rows):
+                tether(X, w, anchor, reach, r * cols, (r + 1) * cols)
         for r in prange(rows):
             finish_soa(X, V, P, w, h, damp, r * cols, (r + 1) * cols)
     from_soa(X, x)
@@ -313,23 +317,23 @@ def _grid_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, e
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def xpbd_grid_step(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, external,
                    has_external, h, substeps, iterations, per_k, per_spring, per_c, rigid,
-                   relaxation, damp, cols, blocks, X, V, P):
+                   relaxation, damp, anchor, reach, cols, blocks, X, V, P):
     """``substeps`` XPBD substeps of h s on a grid (serial), on the (3, n) scratch X, V,
     P; x_prev gets the last substep's start.
     Returns the max |v|^2 (NaN if not finite)."""
     return _grid_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
                           external, has_external, h, substeps, iterations, per_k,
-                          per_spring, per_c, rigid, relaxation, damp, cols, blocks, X, V,
-                          P)
+                          per_spring, per_c, rigid, relaxation, damp, anchor, reach,
+                          cols, blocks, X, V, P)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def xpbd_grid_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
                             external, has_external, h, substeps, iterations, per_k,
-                            per_spring, per_c, rigid, relaxation, damp, cols, blocks, X, V,
-                            P):
+                            per_spring, per_c, rigid, relaxation, damp, anchor, reach,
+                            cols, blocks, X, V, P):
     """xpbd_grid_step with the rows of each colour in parallel (identical results)."""
     return _grid_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
                           external, has_external, h, substeps, iterations, per_k,
-                          per_spring, per_c, rigid, relaxation, damp, cols, blocks, X, V,
-                          P)
+                          per_spring, per_c, rigid, relaxation, damp, anchor, reach,
+                          cols, blocks, X, V, P)
