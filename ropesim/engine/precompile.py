@@ -1,0 +1,173 @@
+"""Compile every engine kernel ahead of the first step, in parallel processes.
+
+Why: numba compiles a kernel on its first call (``cache=True`` keeps the machine code
+on disk afterwards), and a fresh install compiles about nine minutes of kernels on
+first use: every integrator in float64 and float32, on the structured-grid and the
+spring-list path, serial and parallel, plus the colliders and the self-collision pass.
+``precompile()`` runs small simulations that reach those kernels, spread over
+``jobs`` processes (compiling is single-threaded, so two processes on two cores take
+about half the time); the kernels land in numba's cache, and every later process
+(the viewer, ``ropesim run``, the tests) loads them instead of compiling them.
+
+A kernel already cached is only loaded, so a second run takes seconds. Run it as
+``python -m ropesim.engine.precompile [--jobs N]``; the test suite runs it first
+(tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+#: the engine's float types (Simulation(dtype=...))
+DTYPES = ("float64", "float32")
+
+
+def _cloth(n: int = 40):
+    import ropesim as rs
+
+    return rs.cloth(n, n, 1.0 / n, mass=1.0 / n ** 2, stiffness=50.0, damping=0.01,
+                    pins="top-corners")
+
+
+def _step_both_ways(make: Callable[[], object], steps: int = 3) -> None:
+    """Step a fresh simulation from ``make()`` with the serial and then the parallel
+    kernels (both versions of every kernel that has two)."""
+    from . import parallel
+
+    before = parallel.get_mode()
+    try:
+        for mode in ("serial", "parallel"):
+            parallel.set_mode(mode)
+            make().step(steps)
+    finally:
+        parallel.set_mode(before)
+
+
+def _integrator_job(name: str, dtype: str) -> None:
+    """Integrator ``name`` in ``dtype``: a grid cloth with wind on both kernel paths and a
+    rope (a spring list that is no grid), serial and parallel."""
+    import ropesim as rs
+
+    for grid_kernels in (True, False):
+        def make(grid_kernels=grid_kernels):
+            sim = rs.Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
+                                grid_kernels=grid_kernels)
+            sim.add_force(rs.Wind((1.0, 0.0, 0.5)))
+            return sim
+
+        _step_both_ways(make)
+    rope = rs.rope(30, 1.0)
+    _step_both_ways(lambda: rs.Simulation(rope, dt=1 / 600, integrator=name, dtype=dtype))
+
+
+def _collisions_job(dtype: str) -> None:
+    """Every kind of collider and the self-collision pass, in ``dtype``."""
+    import ropesim as rs
+
+    tetra = rs.Mesh(np.array([[0.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, -1.0, 1.0],
+                              [0.3, -0.7, 0.3]]),
+                    np.array([[0, 2, 1], [0, 1, 3], [1, 2, 3], [0, 3, 2]]))
+    colliders = [rs.Ground(-1.2), rs.Sphere((0.2, -0.3, 0.2), 0.1),
+                 rs.Box((0.5, -0.6, 0.5), (0.3, 0.1, 0.3), rotation=(0.0, 20.0, 0.0)),
+                 rs.Capsule((0.0, -0.4, 0.5), (1.0, -0.4, 0.5), 0.05), tetra]
+    _step_both_ways(lambda: rs.Simulation(_cloth(24), dt=1 / 600, dtype=dtype,
+                                          self_collision=True, contacts=colliders))
+
+
+#: rough compile seconds of each job kind on a cold cache (2-core machine), for the
+#: order jobs start in: longest first, so the processes finish together
+COST_HINTS = {"collisions": 110.0, "xpbd": 65.0, "implicit_midpoint": 55.0, "vbd": 32.0,
+              "explicit_euler": 20.0}
+
+
+def jobs() -> dict[str, Callable[[], None]]:
+    """Job name ("<integrator or collisions>:<dtype>") -> what it compiles, longest
+    first (COST_HINTS)."""
+    from .integrators import INTEGRATORS
+
+    table: dict[str, Callable[[], None]] = {}
+    for kind in (*INTEGRATORS, "collisions"):
+        for dtype in DTYPES:
+            if kind == "collisions":
+                table[f"{kind}:{dtype}"] = lambda dtype=dtype: _collisions_job(dtype)
+            else:
+                table[f"{kind}:{dtype}"] = (lambda kind=kind, dtype=dtype:
+                                            _integrator_job(kind, dtype))
+    order = sorted(table, key=lambda job: -COST_HINTS.get(job.split(":")[0], 1.0))
+    return {job: table[job] for job in order}
+
+
+def run_jobs(names: Sequence[str]) -> None:
+    """Run the named jobs in this process."""
+    table = jobs()
+    for name in names:
+        table[name]()
+
+
+def cache_is_cold() -> bool:
+    """Whether numba's cache holds no kernel of this package yet (a fresh install or
+    clone): no index file under the package, or under NUMBA_CACHE_DIR when set."""
+    root = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(__file__).resolve().parents[1])
+    return not any(root.rglob("*.nbi"))
+
+
+def precompile(n_jobs: int = 2, quiet: bool = True) -> float:
+    """Compile (or load) every job's kernels, ``n_jobs`` processes at a time, longest
+    job first; returns the wall seconds. Raises RuntimeError naming a failed job."""
+    start = time.perf_counter()
+    package_parent = str(Path(__file__).resolve().parents[2])  # this ropesim, not another
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [package_parent] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    out = subprocess.DEVNULL if quiet else None
+    waiting, running, failed = list(jobs()), {}, []
+    while waiting or running:
+        while waiting and len(running) < max(1, n_jobs):
+            job = waiting.pop(0)
+            running[job] = subprocess.Popen(
+                [sys.executable, "-m", "ropesim.engine.precompile", "--run", job],
+                stdout=out, stderr=out, env=env)
+        time.sleep(0.05)
+        for job, proc in list(running.items()):
+            if proc.poll() is not None:
+                del running[job]
+                if proc.returncode != 0:
+                    failed.append(job)
+    if failed:
+        raise RuntimeError(f"precompile: job(s) {', '.join(failed)} failed (run "
+                           f"python -m ropesim.engine.precompile --run JOB to see why)")
+    return time.perf_counter() - start
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ropesim.engine.precompile",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--run", nargs="+", metavar="JOB",
+                        help="run these jobs in this process (names: --list)")
+    parser.add_argument("--list", action="store_true", help="list the jobs")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(jobs()))
+        return 0
+    if args.run:
+        unknown = sorted(set(args.run) - set(jobs()))
+        if unknown:
+            parser.error(f"--run: unknown job(s) {', '.join(unknown)}; allowed: "
+                         f"{', '.join(jobs())}")
+        run_jobs(args.run)
+        return 0
+    seconds = precompile(args.jobs, quiet=False)
+    print(f"precompiled the engine's kernels in {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
