@@ -26,22 +26,24 @@ from pathlib import Path
 
 import numpy as np
 
+from . import builders, parallel
+from .contacts import Box, Capsule, Ground, Mesh, Sphere
+from .forces import Wind
+from .integrators import INTEGRATORS
+from .simulation import Simulation
+
 #: the engine's float types (Simulation(dtype=...))
 DTYPES = ("float64", "float32")
 
 
 def _cloth(n: int = 40):
-    import ropesim as rs
-
-    return rs.cloth(n, n, 1.0 / n, mass=1.0 / n ** 2, stiffness=50.0, damping=0.01,
+    return builders.cloth(n, n, 1.0 / n, mass=1.0 / n ** 2, stiffness=50.0, damping=0.01,
                     pins="top-corners")
 
 
 def _step_both_ways(make: Callable[[], object], steps: int = 3) -> None:
     """Step a fresh simulation from ``make()`` with the serial and then the parallel
     kernels (both versions of every kernel that has two)."""
-    from . import parallel
-
     before = parallel.get_mode()
     try:
         for mode in ("serial", "parallel"):
@@ -54,32 +56,28 @@ def _step_both_ways(make: Callable[[], object], steps: int = 3) -> None:
 def _integrator_job(name: str, dtype: str) -> None:
     """Integrator ``name`` in ``dtype``: a grid cloth with wind on both kernel paths and a
     rope (a spring list that is no grid), serial and parallel."""
-    import ropesim as rs
-
     for grid_kernels in (True, False):
         def make(grid_kernels=grid_kernels):
-            sim = rs.Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
-                                grid_kernels=grid_kernels)
-            sim.add_force(rs.Wind((1.0, 0.0, 0.5)))
+            sim = Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
+                             grid_kernels=grid_kernels)
+            sim.add_force(Wind((1.0, 0.0, 0.5)))
             return sim
 
         _step_both_ways(make)
-    rope = rs.rope(30, 1.0)
-    _step_both_ways(lambda: rs.Simulation(rope, dt=1 / 600, integrator=name, dtype=dtype))
+    rope = builders.rope(30, 1.0)
+    _step_both_ways(lambda: Simulation(rope, dt=1 / 600, integrator=name, dtype=dtype))
 
 
 def _collisions_job(dtype: str) -> None:
     """Every kind of collider and the self-collision pass, in ``dtype``."""
-    import ropesim as rs
-
-    tetra = rs.Mesh(np.array([[0.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, -1.0, 1.0],
+    tetra = Mesh(np.array([[0.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, -1.0, 1.0],
                               [0.3, -0.7, 0.3]]),
                     np.array([[0, 2, 1], [0, 1, 3], [1, 2, 3], [0, 3, 2]]))
-    colliders = [rs.Ground(-1.2), rs.Sphere((0.2, -0.3, 0.2), 0.1),
-                 rs.Box((0.5, -0.6, 0.5), (0.3, 0.1, 0.3), rotation=(0.0, 20.0, 0.0)),
-                 rs.Capsule((0.0, -0.4, 0.5), (1.0, -0.4, 0.5), 0.05), tetra]
-    _step_both_ways(lambda: rs.Simulation(_cloth(24), dt=1 / 600, dtype=dtype,
-                                          self_collision=True, contacts=colliders))
+    colliders = [Ground(-1.2), Sphere((0.2, -0.3, 0.2), 0.1),
+                 Box((0.5, -0.6, 0.5), (0.3, 0.1, 0.3), rotation=(0.0, 20.0, 0.0)),
+                 Capsule((0.0, -0.4, 0.5), (1.0, -0.4, 0.5), 0.05), tetra]
+    _step_both_ways(lambda: Simulation(_cloth(24), dt=1 / 600, dtype=dtype,
+                                       self_collision=True, contacts=colliders))
 
 
 #: rough compile seconds of each job kind on a cold cache (2-core machine), for the
@@ -91,8 +89,6 @@ COST_HINTS = {"collisions": 110.0, "xpbd": 65.0, "implicit_midpoint": 55.0, "vbd
 def jobs() -> dict[str, Callable[[], None]]:
     """Job name ("<integrator or collisions>:<dtype>") -> what it compiles, longest
     first (COST_HINTS)."""
-    from .integrators import INTEGRATORS
-
     table: dict[str, Callable[[], None]] = {}
     for kind in (*INTEGRATORS, "collisions"):
         for dtype in DTYPES:
