@@ -1,16 +1,16 @@
-"""engine/precompile.py: the job list covers every integrator in both float types and
+"""app/precompile.py: the job list covers every integrator in both float types and
 the collisions, and a cold cache is told from a warm one."""
 
 import pytest
 
 from ropesim import INTEGRATORS
-from ropesim.engine import precompile
+from ropesim.app import precompile
 
 
 def test_jobs_cover_every_integrator_and_the_collisions_in_both_float_types_longest_first():
     names = list(precompile.jobs())
     expected = {f"{kind}:{dtype}" for kind in (*INTEGRATORS, "collisions")
-                for dtype in precompile.DTYPES}
+                for dtype in precompile.DTYPES} | {"scenes"}
     assert set(names) == expected and len(names) == len(expected)
     costs = [precompile.COST_HINTS.get(name.split(":")[0], 1.0) for name in names]
     assert costs == sorted(costs, reverse=True) and names[0].startswith("collisions")

@@ -175,6 +175,17 @@ def constraint_error(x, x_prev, spring_a, spring_b, rest, k, c, inv_mass, fixed,
     return worst
 
 
+def _none_or_non_negative(value, field: str, allowed: str) -> float | None:
+    """None, or ``value`` as a finite float >= 0; else an error naming ``field`` and the
+    ``allowed`` values."""
+    if value is None:
+        return None
+    value = number_setting(value, field, allowed)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{field}: expected {allowed}, got {value!r}")
+    return value
+
+
 @register_integrator
 class XPBD(Integrator):
     """XPBD in the small-steps scheme (see the module docstring).
@@ -261,12 +272,8 @@ class XPBD(Integrator):
 
     @tethers.setter
     def tethers(self, value: float | None) -> None:
-        if value is not None:
-            value = number_setting(value, "xpbd.tethers", "None (off) or a slack >= 0")
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"xpbd.tethers: expected None (off) or a finite slack >= 0, "
-                                 f"got {value!r}")
-        self._tethers = value
+        self._tethers = _none_or_non_negative(value, "xpbd.tethers",
+                                              "None (off) or a finite slack >= 0")
         self._anchors_stale = True  # the reach follows the slack
 
     def _update_anchors(self) -> None:
@@ -287,12 +294,8 @@ class XPBD(Integrator):
 
     @compliance.setter
     def compliance(self, value: float | None) -> None:
-        if value is not None:
-            value = number_setting(value, "xpbd.compliance", "None or a number >= 0 (m/N)")
-            if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"xpbd.compliance: expected None or a finite number >= 0 "
-                                 f"(m/N), got {value!r}")
-        self._compliance = value
+        self._compliance = _none_or_non_negative(value, "xpbd.compliance",
+                                                 "None or a finite number >= 0 (m/N)")
 
     @property
     def relaxation(self) -> float:

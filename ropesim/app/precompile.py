@@ -3,14 +3,15 @@
 Why: numba compiles a kernel on its first call (``cache=True`` keeps the machine code
 on disk afterwards), and a fresh install compiles about nine minutes of kernels on
 first use: every integrator in float64 and float32, on the structured-grid and the
-spring-list path, serial and parallel, plus the colliders and the self-collision pass.
+spring-list path, serial and parallel, plus the colliders, the self-collision pass and
+what the shipped scenes add (wind on a sail, tearing, ...).
 ``precompile()`` runs small simulations that reach those kernels, spread over
 ``jobs`` processes (compiling is single-threaded, so two processes on two cores take
 about half the time); the kernels land in numba's cache, and every later process
 (the viewer, ``ropesim run``, the tests) loads them instead of compiling them.
 
 A kernel already cached is only loaded, so a second run takes seconds. Run it as
-``python -m ropesim.engine.precompile [--jobs N]``; the test suite runs it first
+``python -m ropesim.app.precompile [--jobs N]``; the test suite runs it first
 (tests/conftest.py).
 """
 
@@ -26,11 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import builders, parallel
-from .contacts import Box, Capsule, Ground, Mesh, Sphere
-from .forces import Wind
-from .integrators import INTEGRATORS
-from .simulation import Simulation
+from ..engine import builders, parallel
+from ..engine.contacts import Box, Capsule, Ground, Mesh, Sphere
+from ..engine.forces import Wind
+from ..engine.integrators import INTEGRATORS
+from ..engine.simulation import Simulation, SimulationDiverged
+from ..io.scenes import load, scene_names
 
 #: the engine's float types (Simulation(dtype=...))
 DTYPES = ("float64", "float32")
@@ -80,15 +82,28 @@ def _collisions_job(dtype: str) -> None:
                                        self_collision=True, contacts=colliders))
 
 
+def _scenes_job() -> None:
+    """Every shipped scene (float64, its own settings) with every integrator, switched
+    live: the forces, tearing and contacts that only scenes combine."""
+    for name in scene_names():
+        sim = load(name).simulation()
+        for integrator in INTEGRATORS:
+            sim.integrator = integrator
+            try:
+                sim.step(2)
+            except SimulationDiverged:  # explicit Euler on a stiff scene: compiled anyway
+                sim = load(name).simulation()
+
+
 #: rough compile seconds of each job kind on a cold cache (2-core machine), for the
 #: order jobs start in: longest first, so the processes finish together
-COST_HINTS = {"collisions": 110.0, "xpbd": 65.0, "implicit_midpoint": 55.0, "vbd": 32.0,
+COST_HINTS = {"collisions": 110.0, "scenes": 60.0, "xpbd": 65.0, "implicit_midpoint": 55.0, "vbd": 32.0,
               "explicit_euler": 20.0}
 
 
 def jobs() -> dict[str, Callable[[], None]]:
-    """Job name ("<integrator or collisions>:<dtype>") -> what it compiles, longest
-    first (COST_HINTS)."""
+    """Job name ("<integrator or collisions>:<dtype>", and "scenes") -> what it
+    compiles, longest first (COST_HINTS)."""
     table: dict[str, Callable[[], None]] = {}
     for kind in (*INTEGRATORS, "collisions"):
         for dtype in DTYPES:
@@ -97,6 +112,7 @@ def jobs() -> dict[str, Callable[[], None]]:
             else:
                 table[f"{kind}:{dtype}"] = (lambda kind=kind, dtype=dtype:
                                             _integrator_job(kind, dtype))
+    table["scenes"] = _scenes_job
     order = sorted(table, key=lambda job: -COST_HINTS.get(job.split(":")[0], 1.0))
     return {job: table[job] for job in order}
 
@@ -128,7 +144,7 @@ def precompile(n_jobs: int = 2, quiet: bool = True) -> float:
         while waiting and len(running) < max(1, n_jobs):
             job = waiting.pop(0)
             running[job] = subprocess.Popen(
-                [sys.executable, "-m", "ropesim.engine.precompile", "--run", job],
+                [sys.executable, "-m", "ropesim.app.precompile", "--run", job],
                 stdout=out, stderr=out, env=env)
         time.sleep(0.05)
         for job, proc in list(running.items()):
@@ -138,12 +154,12 @@ def precompile(n_jobs: int = 2, quiet: bool = True) -> float:
                     failed.append(job)
     if failed:
         raise RuntimeError(f"precompile: job(s) {', '.join(failed)} failed (run "
-                           f"python -m ropesim.engine.precompile --run JOB to see why)")
+                           f"python -m ropesim.app.precompile --run JOB to see why)")
     return time.perf_counter() - start
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ropesim.engine.precompile",
+    parser = argparse.ArgumentParser(prog="python -m ropesim.app.precompile",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--run", nargs="+", metavar="JOB",
