@@ -1,7 +1,5 @@
 """Shared pytest configuration."""
 
-import time
-
 import pytest
 
 
@@ -12,17 +10,15 @@ def pytest_sessionstart(session):
     from ropesim.app import precompile
 
     if precompile.cache_is_cold():
-        start = time.perf_counter()
         try:
-            precompile.precompile(n_jobs=2)
+            outcome = f"{precompile.precompile(n_jobs=2):.0f} s"
         except RuntimeError as error:  # the tests then compile (and fail) where it did
-            session.config._precompile_s = f"failed: {error}"
-            return
-        session.config._precompile_s = f"{time.perf_counter() - start:.0f} s"
+            outcome = f"failed: {error}"
+        session.config._precompile_outcome = outcome
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    outcome = getattr(config, "_precompile_s", None)
+    outcome = getattr(config, "_precompile_outcome", None)
     if outcome is not None:
         terminalreporter.write_line(f"precompiling the engine's kernels (app/precompile.py): "
                                     f"{outcome}")

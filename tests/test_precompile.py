@@ -29,3 +29,15 @@ def test_an_unknown_job_is_refused_with_the_allowed_names(capsys):
         precompile.main(["--run", "euler:float16"])
     err = capsys.readouterr().err
     assert "euler:float16" in err and "xpbd:float32" in err
+
+
+@pytest.mark.parametrize("jobs", [0, -2, 1.5, True])
+def test_a_bad_process_count_is_refused_by_name(jobs):
+    with pytest.raises(ValueError, match=r"n_jobs: expected an integer >= 1"):
+        precompile.precompile(jobs)
+
+
+def test_a_bad_jobs_flag_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit):
+        precompile.main(["--jobs", "0"])
+    assert "--jobs: expected an integer >= 1" in capsys.readouterr().err

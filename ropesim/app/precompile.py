@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ DTYPES = ("float64", "float32")
 
 def _cloth(n: int = 40):
     return builders.cloth(n, n, 1.0 / n, mass=1.0 / n ** 2, stiffness=50.0, damping=0.01,
-                    pins="top-corners")
+                          pins="top-corners")
 
 
 def _step_both_ways(make: Callable[[], object], steps: int = 3) -> None:
@@ -97,22 +98,18 @@ def _scenes_job() -> None:
 
 #: rough compile seconds of each job kind on a cold cache (2-core machine), for the
 #: order jobs start in: longest first, so the processes finish together
-COST_HINTS = {"collisions": 110.0, "scenes": 60.0, "xpbd": 65.0, "implicit_midpoint": 55.0, "vbd": 32.0,
-              "explicit_euler": 20.0}
+COST_HINTS = {"collisions": 110.0, "xpbd": 65.0, "scenes": 60.0, "implicit_midpoint": 55.0,
+              "vbd": 32.0, "explicit_euler": 20.0}
 
 
 def jobs() -> dict[str, Callable[[], None]]:
     """Job name ("<integrator or collisions>:<dtype>", and "scenes") -> what it
     compiles, longest first (COST_HINTS)."""
-    table: dict[str, Callable[[], None]] = {}
-    for kind in (*INTEGRATORS, "collisions"):
-        for dtype in DTYPES:
-            if kind == "collisions":
-                table[f"{kind}:{dtype}"] = lambda dtype=dtype: _collisions_job(dtype)
-            else:
-                table[f"{kind}:{dtype}"] = (lambda kind=kind, dtype=dtype:
-                                            _integrator_job(kind, dtype))
-    table["scenes"] = _scenes_job
+    table: dict[str, Callable[[], None]] = {"scenes": _scenes_job}
+    for dtype in DTYPES:
+        table[f"collisions:{dtype}"] = partial(_collisions_job, dtype)
+        table.update({f"{name}:{dtype}": partial(_integrator_job, name, dtype)
+                      for name in INTEGRATORS})
     order = sorted(table, key=lambda job: -COST_HINTS.get(job.split(":")[0], 1.0))
     return {job: table[job] for job in order}
 
@@ -134,6 +131,8 @@ def cache_is_cold() -> bool:
 def precompile(n_jobs: int = 2, quiet: bool = True) -> float:
     """Compile (or load) every job's kernels, ``n_jobs`` processes at a time, longest
     job first; returns the wall seconds. Raises RuntimeError naming a failed job."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs: expected an integer >= 1 (processes), got {n_jobs!r}")
     start = time.perf_counter()
     package_parent = str(Path(__file__).resolve().parents[2])  # this ropesim, not another
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -141,7 +140,7 @@ def precompile(n_jobs: int = 2, quiet: bool = True) -> float:
     out = subprocess.DEVNULL if quiet else None
     waiting, running, failed = list(jobs()), {}, []
     while waiting or running:
-        while waiting and len(running) < max(1, n_jobs):
+        while waiting and len(running) < n_jobs:
             job = waiting.pop(0)
             running[job] = subprocess.Popen(
                 [sys.executable, "-m", "ropesim.app.precompile", "--run", job],
@@ -166,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run these jobs in this process (names: --list)")
     parser.add_argument("--list", action="store_true", help="list the jobs")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs: expected an integer >= 1 (processes), got {args.jobs}")
     if args.list:
         print("\n".join(jobs()))
         return 0

@@ -67,7 +67,7 @@ from ..kernels.grid_vbd import (add_spring, band_schedule, chebyshev_accelerate,
                                 vbd_grid_step_parallel)
 from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.particles import hold, speed_result, track_speed
-from ..kernels.vbd_guess import EXTRAPOLATION_RATIO, particle_guess  # noqa: F401
+from ..kernels.vbd_guess import particle_guess
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
 from ..state import Changed, Model, State
 from .base import Integrator, register_integrator
