@@ -91,6 +91,10 @@ def stiff_cloth_table(reps: int) -> list[dict]:
     # tethers (kernels/tethers.py): the weight carried to the pins at once
     runs += [("xpbd", DT, {"substeps": n, "relaxation": 1.0, "tethers": 0.1})
              for n in (4, 5, 6)]
+    # chain projection (kernels/chains.py): each line of springs solved at once
+    runs += [("xpbd", DT, {"substeps": n, "projection": "chains", "tethers": slack})
+             for n, slack in ((2, 0.05), (3, 0.1), (4, 0.1))]
+    runs += [("xpbd", DT, {"substeps": 4, "projection": "chains"})]
     runs += [("vbd", DT, {"iterations": 30}), ("vbd", DT, {"iterations": 30,
                                                          "chebyshev_rho": 0.7})]
     explicit_dt = largest_stable_dt(system)
@@ -172,7 +176,9 @@ def describe(settings: dict, name: str) -> str:
         iterations = settings.get("iterations", xpbd.DEFAULT_ITERATIONS)
         relaxation = settings.get("relaxation", xpbd.DEFAULT_RELAXATION)
         tethers = settings.get("tethers")
-        return (f"{substeps} substeps x {iterations} iteration, relaxation {relaxation:g}"
+        projection = (", chains" if settings.get("projection") == "chains"
+                      else f", relaxation {relaxation:g}")
+        return (f"{substeps} substeps x {iterations} iteration{projection}"
                 + (f", tethers {tethers:g}" if tethers is not None else ""))
     if name == "vbd":
         rho = settings.get("chebyshev_rho", 0.0)

@@ -54,7 +54,7 @@ def test_widgets_and_stats_line_of_each_solver(gui):
     labels = one_frame(gui, lambda: draw_solver_section(imgui, sim))
     assert [label.split("###")[0] for label in labels] == [
         "substeps", "iterations", "compliance", "compliance = 1/k", "relaxation", "tethers",
-        "tethers = off"]
+        "tethers = off", "projection"]
     assert solver_stats_line(sim).startswith(f"{sim.solver_stats.iterations} passes/step")
     sim.integrator = "vbd"
     sim.step()

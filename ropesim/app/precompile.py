@@ -56,19 +56,31 @@ def _step_both_ways(make: Callable[[], object], steps: int = 3) -> None:
         parallel.set_mode(before)
 
 
+#: integrator settings with kernels of their own, compiled by the integrator's job too
+KERNEL_VARIANTS: dict[str, list[dict]] = {"xpbd": [{"projection": "chains"}]}
+
+
 def _integrator_job(name: str, dtype: str) -> None:
     """Integrator ``name`` in ``dtype``: a grid cloth with wind on both kernel paths and a
-    rope (a spring list that is no grid), serial and parallel."""
-    for grid_kernels in (True, False):
-        def make(grid_kernels=grid_kernels):
-            sim = Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
-                             grid_kernels=grid_kernels)
-            sim.add_force(Wind((1.0, 0.0, 0.5)))
+    rope (a spring list that is no grid), serial and parallel, with its default settings
+    and each of its KERNEL_VARIANTS."""
+    rope = builders.rope(30, 1.0)
+    for settings in [{}, *KERNEL_VARIANTS.get(name, [])]:
+        def configured(sim: Simulation, settings=settings) -> Simulation:
+            for key, value in settings.items():
+                setattr(sim.integrator_object, key, value)
             return sim
 
-        _step_both_ways(make)
-    rope = builders.rope(30, 1.0)
-    _step_both_ways(lambda: Simulation(rope, dt=1 / 600, integrator=name, dtype=dtype))
+        for grid_kernels in (True, False):
+            def make(grid_kernels=grid_kernels):
+                sim = Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
+                                 grid_kernels=grid_kernels)
+                sim.add_force(Wind((1.0, 0.0, 0.5)))
+                return configured(sim)
+
+            _step_both_ways(make)
+        _step_both_ways(lambda: configured(Simulation(rope, dt=1 / 600, integrator=name,
+                                                      dtype=dtype)))
 
 
 def _collisions_job(dtype: str) -> None:

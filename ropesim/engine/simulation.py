@@ -231,7 +231,8 @@ class Simulation(TopologyEditing):
         spring_a = np.ascontiguousarray(system.springs[:, 0], dtype=np.int32)
         spring_b = np.ascontiguousarray(system.springs[:, 1], dtype=np.int32)
         self._model = Model(spring_a, spring_b, self._params, system.grid_shape,
-                            bool(grid_kernels))
+                            bool(grid_kernels),
+                            np.ascontiguousarray(system.positions3(), dtype=np.float64))
         self._springs, self._gravity, self._drag = (
             part(spring_a, spring_b) if part is SpringForces else part()
             for part in DEFAULT_FORCES)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .integrators.vbd import INITIALISATIONS
-from .integrators.xpbd import RELAXATION_RANGE
+from .integrators.xpbd import PROJECTIONS, RELAXATION_RANGE
 
 #: largest substeps or iterations a scene may ask for
 MAX_COUNT = 1000
@@ -105,6 +105,8 @@ SOLVER_SETTING_TABLE: dict[str, dict[str, SolverSetting]] = {
                                  "distance to the nearest fixed particle", 0.0,
                                  slider=(0.0, 0.5), noun="slack", none_means="off",
                                  first=0.1),
+        "projection": SolverSetting("choice", "springs: one at a time; chains: each line "
+                                    "of springs at once", choices=PROJECTIONS),
     },
     "vbd": {
         "iterations": SolverSetting("count", "sweeps per step", 1, MAX_COUNT,

@@ -70,12 +70,16 @@ class Model:
     """What an integrator is built from and reads every step: the spring end indices
     spring_a, spring_b (m,) int32, the Params, the attached forces, whether gravity and
     drag act, the CG settings of the implicit integrators and whether the structured-grid
-    kernels may be used (``grid_kernels``; False: spring-list kernels, for comparisons).
+    kernels may be used (``grid_kernels``; False: spring-list kernels, for comparisons),
+    and the rest shape ``rest_positions`` (n, 3) m (the system's initial positions; None:
+    unknown, an integrator that needs it takes the positions it first steps from).
     """
 
     def __init__(self, spring_a: np.ndarray, spring_b: np.ndarray, params: Params,
-                 grid_shape: tuple[int, int] | None = None, grid_kernels: bool = True):
+                 grid_shape: tuple[int, int] | None = None, grid_kernels: bool = True,
+                 rest_positions: np.ndarray | None = None):
         self.spring_a = spring_a
+        self.rest_positions = rest_positions
         self.spring_b = spring_b
         self.params = params
         self.grid_shape = grid_shape

@@ -23,11 +23,13 @@ class ColourPasses:
     """Runs the serial or the parallel kernel of a coloured pass, call by call.
 
     ``possible``: the colouring allows the parallel kernel at all; ``n_springs`` decides
-    whether it is timed against the serial one (PARALLEL_MIN_SPRINGS)."""
+    whether it is timed against the serial one (from ``min_springs``, by default
+    PARALLEL_MIN_SPRINGS)."""
 
-    def __init__(self, possible: bool, n_springs: int):
+    def __init__(self, possible: bool, n_springs: int,
+                 min_springs: int = PARALLEL_MIN_SPRINGS):
         self.possible = bool(possible)
-        self.large = n_springs >= PARALLEL_MIN_SPRINGS
+        self.large = n_springs >= min_springs
         self.chooser = parallel.Chooser()
 
     def run(self, serial: Callable, parallel_kernel: Callable, *args: Any) -> Any:

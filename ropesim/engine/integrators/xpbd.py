@@ -50,6 +50,15 @@ carry a load only a few springs far, so a stiff cloth hanging from its corners s
 there far past what its springs allow; the tethers carry its weight at once. They only
 shorten what is stretched past the slack, so with a slack above the springs' own
 strain they leave the converged answer as it is.
+
+``projection = "chains"`` (default "springs") makes each pass a block Gauss-Seidel over
+chains of springs (kernels/chains.py): every line of springs is solved at once, exactly
+for its linearisation, so a load travels a whole line per pass instead of one spring
+per colour (a hanging chain settles to its static shape in one pass per substep; the
+stiff 64 x 64 cloth with tethers runs at 2-4 substeps without the over-stretched corners
+the spring projection leaves). ``relaxation`` does not apply to it. On very soft,
+hugely stretched cloth few substeps of chains gain energy (docs/solvers.md): there the
+spring projection is the better choice.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ..kernels.chains import chain_cover, project_chain
 from ..kernels.colouring import edge_colouring
 from ..kernels.grid import grid_layout
 from ..kernels.grid_xpbd import (finish, grid_edge_colouring, predict,
@@ -80,6 +90,13 @@ DEFAULT_RELAXATION = 1.5
 RELAXATION_RANGE = (1.0, 2.0)
 #: slices each colour is cut into for the parallel pass (fixed: no thread-count effect)
 CHUNKS = 64
+#: how each pass projects the springs: one at a time over an edge colouring, or each
+#: chain of springs at once (kernels/chains.py)
+PROJECTIONS = ("springs", "chains")
+#: springs from which the chain kernels are timed in parallel against the serial ones: a
+#: chain family is one fork/join region of thousands of springs (6 on a cloth), not the
+#: dozen small colours of the spring projection (colour_passes.PARALLEL_MIN_SPRINGS)
+CHAIN_PARALLEL_MIN_SPRINGS = 10_000
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
@@ -116,6 +133,75 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
         max_sq = max(max_sq, results[t, 0])
         bad += results[t, 1]
     return speed_result(max_sq, bad)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, external,
+                    has_external, cover, h, substeps, iterations, per_k, per_spring, per_c,
+                    rigid, damp, anchor, reach, scratch, chunks, results):
+    """_list_substeps with each pass a chain projection (kernels/chains.py) family by
+    family, a family's chains in parallel in xpbd_chain_step_parallel. cover: the
+    arrays chain_cover returns (one tuple: numba inlines no call of over 30 arguments).
+
+    The families run from the last found to the first, so that a pass ends on the first
+    family, the chains of the lowest-numbered springs (a builder's structural springs:
+    a grid's rows, then its columns), and the tethers, when on, follow every family:
+    with either order reversed, the stiff 64 x 64 cloth at 2-3 substeps stretched its
+    corners far enough for the divergence check to stop it within 2-4 s
+    (docs/solvers.md)."""
+    family_start, chain_start, chain_springs, part_start, chain_parts = cover
+    n_chunks = chunks.shape[0] - 1
+    x_by_axis = x.T
+    weights(inv_mass, fixed, w)
+    for _ in range(substeps):
+        for t in prange(n_chunks):
+            predict(x, v, x_prev, w, gravity, external, has_external, h, chunks[t],
+                    chunks[t + 1])
+        lam[:] = 0.0
+        n_families = family_start.shape[0] - 1
+        for _ in range(iterations):
+            for last in range(n_families):
+                f = n_families - 1 - last  # the first family found last (see above)
+                for chain in prange(family_start[f], family_start[f + 1]):
+                    project_chain(x, x_prev, w, lam, chain, chain_start, chain_springs,
+                                  part_start, chain_parts, rest, k, c, per_k, per_spring,
+                                  per_c, rigid, scratch)
+                if anchor.shape[0] > 0:  # the tethers after each family
+                    for t in prange(n_chunks):
+                        tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
+        for t in prange(n_chunks):
+            m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
+            results[t, 0] = m
+            results[t, 1] = bad_t
+    max_sq, bad = 0.0, 0.0
+    for t in range(n_chunks):
+        max_sq = max(max_sq, results[t, 0])
+        bad += results[t, 1]
+    return speed_result(max_sq, bad)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
+def xpbd_chain_step(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, external,
+                    has_external, cover, h, substeps, iterations, per_k, per_spring, per_c,
+                    rigid, damp, anchor, reach, scratch, chunks, results):
+    """``substeps`` XPBD substeps of h s with chain projections (serial); returns the last
+    substep's max |v|^2 (NaN if not finite)."""
+    return _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
+                           external, has_external, cover, h, substeps, iterations, per_k,
+                           per_spring, per_c, rigid, damp, anchor, reach, scratch,
+                           chunks, results)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
+def xpbd_chain_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
+                             external, has_external, cover, h, substeps, iterations, per_k,
+                             per_spring, per_c, rigid, damp, anchor, reach, scratch,
+                             chunks, results):
+    """xpbd_chain_step with each family's chains in parallel (identical results)."""
+    return _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
+                           external, has_external, cover, h, substeps, iterations, per_k,
+                           per_spring, per_c, rigid, damp, anchor, reach, scratch,
+                           chunks, results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -194,7 +280,8 @@ class XPBD(Integrator):
     Gauss-Seidel per substep (default 1), ``compliance`` (None: each spring's 1/k, m/N;
     a number >= 0: that compliance for every spring, 0 = rigid rods), ``relaxation``
     (the over-relaxation omega in [1, 2), default 1.5), ``tethers`` (None: off; a slack
-    >= 0: long-range attachments, see the module docstring). ``stats``: ``iterations`` =
+    >= 0: long-range attachments, see the module docstring), ``projection`` ("springs",
+    the default, or "chains": see the module docstring). ``stats``: ``iterations`` =
     Gauss-Seidel passes of the last step (substeps x iterations), ``residual`` = its
     constraint error (:func:`constraint_error`, m, after the last pass; computed when
     first read, from the step's end positions and multipliers), ``converged`` = that
@@ -216,6 +303,7 @@ class XPBD(Integrator):
         self.compliance = None
         self.relaxation = DEFAULT_RELAXATION
         self.tethers = None
+        self.projection = "springs"
         n, dtype = model.n_particles, model.dtype
         self._anchor = np.full(n, -1, np.int64)  # each particle's nearest fixed particle
         self._anchor_distance = np.zeros(n)  # rest distance to it through the springs, m
@@ -255,9 +343,28 @@ class XPBD(Integrator):
             self._x_end = np.zeros((n, 3), dtype)
             self._ends = (self._x_end, self._x_prev)
         self._residual_h = None  # the residual of the last step is not computed yet
+        self._chains = None  # the chain cover (kernels/chains.py), made on first use
+
+    def _chain_cover(self, x: np.ndarray) -> tuple:
+        """(cover, scratch, passes, x_end): the chain cover of the spring list, the chain
+        kernels' scratch, their serial/parallel choice and the step's end positions (for
+        the residual); made once per topology, along the rest shape (the positions x (n,
+        3) m now where the model has none)."""
+        if self._chains is None:
+            model = self.model
+            n, m = model.n_particles, model.n_springs
+            adjacency = vertex_adjacency(model.spring_a, model.spring_b, n)
+            rest_x = model.rest_positions
+            if rest_x is None:
+                rest_x = np.ascontiguousarray(x, dtype=np.float64)
+            cover = chain_cover(model.spring_a, model.spring_b, rest_x, *adjacency)
+            self._chains = (cover, np.zeros((m, 5)),
+                            ColourPasses(True, m, CHAIN_PARALLEL_MIN_SPRINGS),
+                            np.zeros((n, 3), model.dtype))
+        return self._chains
 
     def notify_model_changed(self, flags: Changed) -> None:
-        if flags & Changed.TOPOLOGY:  # new spring list: coloured again
+        if flags & Changed.TOPOLOGY:  # new spring list: coloured (and chained) again
             self._set_up_springs()
         if flags & (Changed.TOPOLOGY | Changed.FIXED | Changed.STIFFNESS
                     | Changed.REST_LENGTHS):  # other anchors or paths to them
@@ -286,6 +393,20 @@ class XPBD(Integrator):
         np.multiply(self._anchor_distance, 1.0 + self._tethers, out=self._reach,
                     casting="unsafe")
         self._anchors_stale = False
+
+    @property
+    def projection(self) -> str:
+        """How each pass projects the springs: "springs" (one at a time, colour by
+        colour, over-relaxed by ``relaxation``) or "chains" (each chain of springs at
+        once, exactly for its linearisation: kernels/chains.py; no over-relaxation)."""
+        return self._projection
+
+    @projection.setter
+    def projection(self, value: str) -> None:
+        if value not in PROJECTIONS:
+            raise ValueError(f"xpbd.projection: expected one of {', '.join(PROJECTIONS)}, "
+                             f"got {value!r}")
+        self._projection = value
 
     @property
     def compliance(self) -> float | None:
@@ -328,7 +449,7 @@ class XPBD(Integrator):
 
     def _fill_residual(self) -> None:
         p = self.model.params
-        x_end, x_prev = self._ends
+        x_end, x_prev = self._step_ends
         h, compliance = self._residual_h
         self._residual_h = None
         residual = float(constraint_error(
@@ -356,7 +477,15 @@ class XPBD(Integrator):
             anchor, reach = self._anchor, self._reach
         solver = (h, self._substeps, self._iterations, per_k, per_spring, per_c, rigid,
                   self._relaxation, damp, anchor, reach)
-        if self._grid is not None:
+        ends = self._ends
+        if self._projection == "chains" and model.n_springs:
+            cover, scratch, passes, x_end = self._chain_cover(state.x)
+            result = passes.run(xpbd_chain_step, xpbd_chain_step_parallel, *common, *forces,
+                                cover, *solver[:7], damp, anchor, reach, scratch,
+                                self._chunks, self._results)
+            np.copyto(x_end, state.x)
+            ends = (x_end, self._x_prev)
+        elif self._grid is not None:
             result = self._passes.run(xpbd_grid_step, xpbd_grid_step_parallel, *common,
                                       *forces, *solver, self._grid.cols, self._grid.blocks,
                                       *self._soa)
@@ -365,6 +494,7 @@ class XPBD(Integrator):
                                       model.spring_b, *forces, self._order, self._starts,
                                       *solver, self._chunks, self._results)
             np.copyto(self._x_end, state.x)
+        self._step_ends = ends
         stats = self._stats
         stats.iterations = self._substeps * self._iterations
         stats.total_iterations += stats.iterations
@@ -377,7 +507,7 @@ class XPBD(Integrator):
         """The settings (every substep starts from the state: nothing else carries)."""
         return {"substeps": self._substeps, "iterations": self._iterations,
                 "compliance": self._compliance, "relaxation": self._relaxation,
-                "tethers": self._tethers}
+                "tethers": self._tethers, "projection": self._projection}
 
     def load_warm(self, warm: dict) -> None:
         self.substeps = warm["substeps"]
@@ -385,3 +515,4 @@ class XPBD(Integrator):
         self.compliance = warm["compliance"]
         self.relaxation = warm["relaxation"]
         self.tethers = warm.get("tethers")  # snapshots from before tethers: off
+        self.projection = warm.get("projection", "springs")
