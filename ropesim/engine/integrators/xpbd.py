@@ -97,6 +97,11 @@ PROJECTIONS = ("springs", "chains")
 #: chain family is one fork/join region of thousands of springs (6 on a cloth), not the
 #: dozen small colours of the spring projection (colour_passes.PARALLEL_MIN_SPRINGS)
 CHAIN_PARALLEL_MIN_SPRINGS = 10_000
+#: the chain projection runs the tethers after each of the last this many families of a
+#: pass (a cloth's columns and rows): after the last family only, the stiff 64 x 64
+#: cloth at 2 substeps stretched its corners into an energy runaway at 3.2 s; after every
+#: family (6 on a cloth) the tether passes cost a quarter of the pass
+TETHERED_FAMILIES = 2
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
@@ -145,10 +150,10 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
 
     The families run from the last found to the first, so that a pass ends on the first
     family, the chains of the lowest-numbered springs (a builder's structural springs:
-    a grid's rows, then its columns), and the tethers, when on, follow every family:
-    with either order reversed, the stiff 64 x 64 cloth at 2-3 substeps stretched its
-    corners far enough for the divergence check to stop it within 2-4 s
-    (docs/solvers.md)."""
+    a grid's rows, then its columns), and the tethers, when on, follow each of the last
+    TETHERED_FAMILIES families: with the families in spring order, or the tethers only
+    after the pass, the stiff 64 x 64 cloth at 2-3 substeps stretched its corners far
+    enough for the divergence check to stop it within 2-4 s (docs/solvers.md)."""
     family_start, chain_start, chain_springs, part_start, chain_parts = cover
     n_chunks = chunks.shape[0] - 1
     x_by_axis = x.T
@@ -166,7 +171,7 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
                     project_chain(x, x_prev, w, lam, chain, chain_start, chain_springs,
                                   part_start, chain_parts, rest, k, c, per_k, per_spring,
                                   per_c, rigid, scratch)
-                if anchor.shape[0] > 0:  # the tethers after each family
+                if anchor.shape[0] > 0 and last >= n_families - TETHERED_FAMILIES:
                     for t in prange(n_chunks):
                         tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
         for t in prange(n_chunks):
