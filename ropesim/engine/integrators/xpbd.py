@@ -105,6 +105,40 @@ TETHERED_FAMILIES = 2
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks):
+    """predict over the particle chunks (in parallel in a parallel kernel)."""
+    for t in prange(chunks.shape[0] - 1):
+        predict(x, v, x_prev, w, gravity, external, has_external, h, chunks[t], chunks[t + 1])
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _tether_chunks(x_by_axis, w, anchor, reach, chunks):
+    """The tethers (kernels/tethers.py) over the particle chunks."""
+    for t in prange(chunks.shape[0] - 1):
+        tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _finish_chunks(x, v, x_prev, w, h, damp, chunks, results):
+    """finish over the particle chunks, each chunk's (max |v|^2, check sum) in results."""
+    for t in prange(chunks.shape[0] - 1):
+        m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
+        results[t, 0] = m
+        results[t, 1] = bad_t
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def _chunks_speed(results):
+    """speed_result of the chunks' results (in chunk order: the same whatever the
+    threads)."""
+    max_sq, bad = 0.0, 0.0
+    for t in range(results.shape[0]):
+        max_sq = max(max_sq, results[t, 0])
+        bad += results[t, 1]
+    return speed_result(max_sq, bad)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, rest, k, c,
                    gravity, external, has_external, order, starts, h, substeps, iterations,
                    per_k, per_spring, per_c, rigid, relaxation, damp, anchor, reach,
@@ -112,13 +146,10 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
     """The body of both spring-list kernels: prange runs each colour's springs (and the
     particle chunks of the prediction and the velocities) in parallel in
     xpbd_step_parallel and in order in xpbd_step, the same arithmetic either way."""
-    n_chunks = chunks.shape[0] - 1
     x_by_axis = x.T  # the (3, n) view the tether pass reads
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
-        for t in prange(n_chunks):
-            predict(x, v, x_prev, w, gravity, external, has_external, h, chunks[t],
-                    chunks[t + 1])
+        _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
         lam[:] = 0.0
         for _ in range(iterations):
             for q in range(starts.shape[0] - 1):
@@ -127,17 +158,9 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
                     project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k,
                                    c, per_k, per_spring, per_c, rigid, relaxation)
         if anchor.shape[0] > 0:  # the tethers after the springs (kernels/tethers.py)
-            for t in prange(n_chunks):
-                tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
-        for t in prange(n_chunks):
-            m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
-            results[t, 0] = m
-            results[t, 1] = bad_t
-    max_sq, bad = 0.0, 0.0
-    for t in range(n_chunks):
-        max_sq = max(max_sq, results[t, 0])
-        bad += results[t, 1]
-    return speed_result(max_sq, bad)
+            _tether_chunks(x_by_axis, w, anchor, reach, chunks)
+        _finish_chunks(x, v, x_prev, w, h, damp, chunks, results)
+    return _chunks_speed(results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
@@ -155,13 +178,10 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
     after the pass, the stiff 64 x 64 cloth at 2-3 substeps stretched its corners far
     enough for the divergence check to stop it within 2-4 s (docs/solvers.md)."""
     family_start, chain_start, chain_springs, part_start, chain_parts = cover
-    n_chunks = chunks.shape[0] - 1
     x_by_axis = x.T
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
-        for t in prange(n_chunks):
-            predict(x, v, x_prev, w, gravity, external, has_external, h, chunks[t],
-                    chunks[t + 1])
+        _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
         lam[:] = 0.0
         n_families = family_start.shape[0] - 1
         for _ in range(iterations):
@@ -172,17 +192,9 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
                                   part_start, chain_parts, rest, k, c, per_k, per_spring,
                                   per_c, rigid, scratch)
                 if anchor.shape[0] > 0 and last >= n_families - TETHERED_FAMILIES:
-                    for t in prange(n_chunks):
-                        tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
-        for t in prange(n_chunks):
-            m, bad_t = finish(x, v, x_prev, w, h, damp, chunks[t], chunks[t + 1])
-            results[t, 0] = m
-            results[t, 1] = bad_t
-    max_sq, bad = 0.0, 0.0
-    for t in range(n_chunks):
-        max_sq = max(max_sq, results[t, 0])
-        bad += results[t, 1]
-    return speed_result(max_sq, bad)
+                    _tether_chunks(x_by_axis, w, anchor, reach, chunks)
+        _finish_chunks(x, v, x_prev, w, h, damp, chunks, results)
+    return _chunks_speed(results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
