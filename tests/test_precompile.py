@@ -1,5 +1,5 @@
-"""app/precompile.py: the job list covers every integrator in both float types and
-the collisions, and a cold cache is told from a warm one."""
+"""app/precompile.py: the job list covers every integrator (and its kernel variants) in
+both float types and the collisions, and a cold cache is told from a warm one."""
 
 import pytest
 
@@ -9,7 +9,9 @@ from ropesim.app import precompile
 
 def test_jobs_cover_every_integrator_and_the_collisions_in_both_float_types_longest_first():
     names = list(precompile.jobs())
-    expected = {f"{kind}:{dtype}" for kind in (*INTEGRATORS, "collisions")
+    variants = [f"{name}-{variant}" for name, table in precompile.KERNEL_VARIANTS.items()
+                for variant in table]
+    expected = {f"{kind}:{dtype}" for kind in (*INTEGRATORS, "collisions", *variants)
                 for dtype in precompile.DTYPES} | {"scenes"}
     assert set(names) == expected and len(names) == len(expected)
     costs = [precompile.COST_HINTS.get(name.split(":")[0], 1.0) for name in names]

@@ -56,31 +56,31 @@ def _step_both_ways(make: Callable[[], object], steps: int = 3) -> None:
         parallel.set_mode(before)
 
 
-#: integrator settings with kernels of their own, compiled by the integrator's job too
-KERNEL_VARIANTS: dict[str, list[dict]] = {"xpbd": [{"projection": "chains"}]}
+#: integrator settings with kernels of their own: job "<name>-<variant>:<dtype>" compiles
+#: them as _integrator_job compiles the defaults
+KERNEL_VARIANTS: dict[str, dict[str, dict]] = {"xpbd": {"chains": {"projection": "chains"}}}
 
 
-def _integrator_job(name: str, dtype: str) -> None:
-    """Integrator ``name`` in ``dtype``: a grid cloth with wind on both kernel paths and a
-    rope (a spring list that is no grid), serial and parallel, with its default settings
-    and each of its KERNEL_VARIANTS."""
+def _integrator_job(name: str, dtype: str, settings: dict | None = None) -> None:
+    """Integrator ``name`` in ``dtype`` with ``settings`` (None: its defaults): a grid
+    cloth with wind on both kernel paths and a rope (a spring list that is no grid),
+    serial and parallel."""
+    def configured(sim: Simulation) -> Simulation:
+        for key, value in (settings or {}).items():
+            setattr(sim.integrator_object, key, value)
+        return sim
+
+    for grid_kernels in (True, False):
+        def make(grid_kernels=grid_kernels):
+            sim = Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
+                             grid_kernels=grid_kernels)
+            sim.add_force(Wind((1.0, 0.0, 0.5)))
+            return configured(sim)
+
+        _step_both_ways(make)
     rope = builders.rope(30, 1.0)
-    for settings in [{}, *KERNEL_VARIANTS.get(name, [])]:
-        def configured(sim: Simulation, settings=settings) -> Simulation:
-            for key, value in settings.items():
-                setattr(sim.integrator_object, key, value)
-            return sim
-
-        for grid_kernels in (True, False):
-            def make(grid_kernels=grid_kernels):
-                sim = Simulation(_cloth(), dt=1 / 600, integrator=name, dtype=dtype,
-                                 grid_kernels=grid_kernels)
-                sim.add_force(Wind((1.0, 0.0, 0.5)))
-                return configured(sim)
-
-            _step_both_ways(make)
-        _step_both_ways(lambda: configured(Simulation(rope, dt=1 / 600, integrator=name,
-                                                      dtype=dtype)))
+    _step_both_ways(lambda: configured(Simulation(rope, dt=1 / 600, integrator=name,
+                                                  dtype=dtype)))
 
 
 def _collisions_job(dtype: str) -> None:
@@ -111,17 +111,21 @@ def _scenes_job() -> None:
 #: rough compile seconds of each job kind on a cold cache (2-core machine), for the
 #: order jobs start in: longest first, so the processes finish together
 COST_HINTS = {"collisions": 110.0, "xpbd": 65.0, "scenes": 60.0, "implicit_midpoint": 55.0,
-              "vbd": 32.0, "explicit_euler": 20.0}
+              "xpbd-chains": 40.0, "vbd": 32.0, "explicit_euler": 20.0}
 
 
 def jobs() -> dict[str, Callable[[], None]]:
-    """Job name ("<integrator or collisions>:<dtype>", and "scenes") -> what it
-    compiles, longest first (COST_HINTS)."""
+    """Job name ("<integrator or collisions>:<dtype>", "<integrator>-<variant>:<dtype>"
+    for KERNEL_VARIANTS, and "scenes") -> what it compiles, longest first (COST_HINTS)."""
     table: dict[str, Callable[[], None]] = {"scenes": _scenes_job}
     for dtype in DTYPES:
         table[f"collisions:{dtype}"] = partial(_collisions_job, dtype)
         table.update({f"{name}:{dtype}": partial(_integrator_job, name, dtype)
                       for name in INTEGRATORS})
+        table.update({f"{name}-{variant}:{dtype}": partial(_integrator_job, name, dtype,
+                                                           settings)
+                      for name, variants in KERNEL_VARIANTS.items()
+                      for variant, settings in variants.items()})
     order = sorted(table, key=lambda job: -COST_HINTS.get(job.split(":")[0], 1.0))
     return {job: table[job] for job in order}
 
