@@ -54,8 +54,8 @@ def test_explicit_euler_switch_is_caught_with_the_scene_a_moment_before(scene):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         sim.integrator = "explicit_euler"
-    try:
-        sim.step(20_000)
+    try:  # every diverging scene is caught within 400 steps of the switch (576 at most)
+        sim.step(4_000)
     except rs.SimulationDiverged as caught:
         error = caught
     else:  # damped enough for explicit Euler at this dt (tear, sail): it must stay sane
