@@ -178,12 +178,12 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
     after the pass, the stiff 64 x 64 cloth at 2-3 substeps stretched its corners far
     enough for the divergence check to stop it within 2-4 s (docs/solvers.md)."""
     family_start, chain_start, chain_springs, part_start, chain_parts = cover
+    n_families = family_start.shape[0] - 1
     x_by_axis = x.T
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
         _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
         lam[:] = 0.0
-        n_families = family_start.shape[0] - 1
         for _ in range(iterations):
             for last in range(n_families):
                 f = n_families - 1 - last  # the first family found last (see above)
@@ -327,6 +327,8 @@ class XPBD(Integrator):
         self._reach = np.zeros(n, dtype)  # (1 + tethers) x that distance, m
         self._anchors_stale = True
         self._x_prev = np.zeros((n, 3), dtype)
+        # the step's end positions (for the residual) where the kernel works on x itself
+        self._x_end = np.zeros((n, 3), dtype)
         self._weights = np.zeros(n, dtype)
         self._chunks = np.linspace(0, n, CHUNKS + 1).astype(np.int64)
         self._results = np.zeros((CHUNKS, 2))
@@ -357,16 +359,14 @@ class XPBD(Integrator):
             # the step's end positions and last substep start, for the residual
             self._ends = (self._soa[0].T, self._soa[2].T)
         else:
-            self._x_end = np.zeros((n, 3), dtype)
             self._ends = (self._x_end, self._x_prev)
         self._residual_h = None  # the residual of the last step is not computed yet
         self._chains = None  # the chain cover (kernels/chains.py), made on first use
 
     def _chain_cover(self, x: np.ndarray) -> tuple:
-        """(cover, scratch, passes, x_end): the chain cover of the spring list, the chain
-        kernels' scratch, their serial/parallel choice and the step's end positions (for
-        the residual); made once per topology, along the rest shape (the positions x (n,
-        3) m now where the model has none)."""
+        """(cover, scratch, passes): the chain cover of the spring list, the chain
+        kernels' scratch and their serial/parallel choice; made once per topology, along
+        the rest shape (the positions x (n, 3) m now where the model has none)."""
         if self._chains is None:
             model = self.model
             n, m = model.n_particles, model.n_springs
@@ -376,8 +376,7 @@ class XPBD(Integrator):
                 rest_x = np.ascontiguousarray(x, dtype=np.float64)
             cover = chain_cover(model.spring_a, model.spring_b, rest_x, *adjacency)
             self._chains = (cover, np.zeros((m, 5)),
-                            ColourPasses(True, m, CHAIN_PARALLEL_MIN_SPRINGS),
-                            np.zeros((n, 3), model.dtype))
+                            ColourPasses(True, m, CHAIN_PARALLEL_MIN_SPRINGS))
         return self._chains
 
     def notify_model_changed(self, flags: Changed) -> None:
@@ -496,12 +495,12 @@ class XPBD(Integrator):
                   self._relaxation, damp, anchor, reach)
         ends = self._ends
         if self._projection == "chains" and model.n_springs:
-            cover, scratch, passes, x_end = self._chain_cover(state.x)
+            cover, scratch, passes = self._chain_cover(state.x)
             result = passes.run(xpbd_chain_step, xpbd_chain_step_parallel, *common, *forces,
                                 cover, *solver[:7], damp, anchor, reach, scratch,
                                 self._chunks, self._results)
-            np.copyto(x_end, state.x)
-            ends = (x_end, self._x_prev)
+            np.copyto(self._x_end, state.x)
+            ends = (self._x_end, self._x_prev)  # the spring-list path's
         elif self._grid is not None:
             result = self._passes.run(xpbd_grid_step, xpbd_grid_step_parallel, *common,
                                       *forces, *solver, self._grid.cols, self._grid.blocks,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .particles import MIN_LENGTH
+from .particles import MIN_LENGTH, spring_direction
 
 #: a rigid chain's diagonal regularisation, times w_t + w_{t+1} (1/kg): a straight rigid
 #: chain between two fixed particles is otherwise singular; converged passes still reach
@@ -72,8 +72,7 @@ def chain_cover(spring_a, spring_b, rest_x, starts, springs, others):
     spring to a particle free in the family that turns by less than MAX_TURN_DEGREES in
     the rest shape ``rest_x`` (n, 3) m (a grid's lines stop at its edges instead of
     turning round them), until none is left; when no spring can start a chain, the next
-    family begins. CSR
-    vertex adjacency (starts, springs, others) as
+    family begins. CSR vertex adjacency (starts, springs, others) as
     kernels/vertex_colouring.vertex_adjacency gives it, each particle's springs in
     increasing order. Returns (family_start (F+1,), chain_start (C+1,), chain_springs
     (m,), part_start (C+1,), chain_parts (m + C,)): family f holds chains
@@ -90,10 +89,9 @@ def chain_cover(spring_a, spring_b, rest_x, starts, springs, others):
     part_start = np.zeros(m + 1, np.int64)
     family_start = np.zeros(m + 1, np.int64)
     n_chains = 0
-    n_families = 0
     e = 0
     q = 0
-    family = 0
+    family = 0  # the family being filled; family_start[family] its first chain
     while e < m:
         for s in range(m):
             a = spring_a[s]
@@ -132,25 +130,10 @@ def chain_cover(spring_a, spring_b, rest_x, starts, springs, others):
             n_chains += 1
             chain_start[n_chains] = e
             part_start[n_chains] = q
-        n_families += 1
-        family_start[n_families] = n_chains
         family += 1
-    return (family_start[:n_families + 1].copy(), chain_start[:n_chains + 1].copy(),
+        family_start[family] = n_chains
+    return (family_start[:family + 1].copy(), chain_start[:n_chains + 1].copy(),
             chain_springs, part_start[:n_chains + 1].copy(), chain_parts[:q].copy())
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _row_vector(x, i, j):
-    """(n0, n1, n2, length): the unit vector from x_j to x_i and their distance (m); a
-    zero vector below MIN_LENGTH."""
-    dx = x[i, 0] - x[j, 0]
-    dy = x[i, 1] - x[j, 1]
-    dz = x[i, 2] - x[j, 2]
-    length = np.sqrt(dx * dx + dy * dy + dz * dz)
-    if length < MIN_LENGTH:
-        return 0.0, 0.0, 0.0, length
-    inverse = 1.0 / length
-    return dx * inverse, dy * inverse, dz * inverse, length
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
@@ -166,7 +149,7 @@ def project_chain(x, x_prev, w, lam, chain, chain_start, chain_springs, part_sta
     # look-ahead: each row needs its successor's unit vector
     p = chain_parts[q0]
     nxt = chain_parts[q0 + 1]
-    n0, n1, n2, length = _row_vector(x, p, nxt)
+    n0, n1, n2, length = spring_direction(x, p, nxt)
     prev0 = prev1 = prev2 = 0.0
     prev_cp = prev_dp = 0.0
     for t in range(n_rows):
@@ -175,7 +158,7 @@ def project_chain(x, x_prev, w, lam, chain, chain_start, chain_springs, part_sta
         i = chain_parts[q0 + t]
         j = chain_parts[q0 + t + 1]
         if t + 1 < n_rows:
-            f0, f1, f2, f_length = _row_vector(x, j, chain_parts[q0 + t + 2])
+            f0, f1, f2, f_length = spring_direction(x, j, chain_parts[q0 + t + 2])
         else:
             f0 = f1 = f2 = f_length = 0.0
         wsum = w[i] + w[j]

@@ -61,22 +61,16 @@ def tether(X, w, anchor, reach, lo, hi):
     anchor back onto that sphere. X: (3, n) positions (the grid path's scratch, or the
     transposed view x.T of the spring-list path's (n, 3) positions)."""
     for i in range(lo, hi):
-        tether_one(X, w, anchor, reach, i)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def tether_one(X, w, anchor, reach, i):
-    """tether for particle i alone."""
-    a = anchor[i]
-    if w[i] == 0.0 or a < 0:
-        return
-    dx = X[0, i] - X[0, a]
-    dy = X[1, i] - X[1, a]
-    dz = X[2, i] - X[2, a]
-    dist_sq = dx * dx + dy * dy + dz * dz
-    limit = reach[i]
-    if dist_sq > limit * limit:  # a square root only for the few beyond their reach
-        shrink = limit / np.sqrt(dist_sq) - 1.0
-        X[0, i] += shrink * dx
-        X[1, i] += shrink * dy
-        X[2, i] += shrink * dz
+        a = anchor[i]
+        if w[i] == 0.0 or a < 0:
+            continue
+        dx = X[0, i] - X[0, a]
+        dy = X[1, i] - X[1, a]
+        dz = X[2, i] - X[2, a]
+        dist_sq = dx * dx + dy * dy + dz * dz
+        limit = reach[i]
+        if dist_sq > limit * limit:  # a square root only for the few beyond their reach
+            shrink = limit / np.sqrt(dist_sq) - 1.0
+            X[0, i] += shrink * dx
+            X[1, i] += shrink * dy
+            X[2, i] += shrink * dz
