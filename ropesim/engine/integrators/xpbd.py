@@ -79,7 +79,7 @@ from ..kernels.tethers import nearest_anchors, tether
 from ..kernels.vertex_colouring import vertex_adjacency
 from ..state import Changed, Model, State
 from .base import Integrator, SolverStats, register_integrator
-from .colour_passes import ColourPasses, CountSetting, number_setting
+from .colour_passes import PARALLEL_MIN_SPRINGS, ColourPasses, CountSetting, number_setting
 
 #: default substeps per step and Gauss-Seidel iterations per substep (small steps)
 DEFAULT_SUBSTEPS = 5
@@ -97,6 +97,11 @@ PROJECTIONS = ("springs", "chains")
 #: chain family is one fork/join region of thousands of springs (6 on a cloth), not the
 #: dozen small colours of the spring projection (colour_passes.PARALLEL_MIN_SPRINGS)
 CHAIN_PARALLEL_MIN_SPRINGS = 10_000
+#: springs from which the grid kernels are timed in parallel against the serial ones: a
+#: grid colour is one fork/join region over whole rows (a tenth of the springs), so the
+#: 128 x 128 cloth (97,000 springs) pays for its regions: 75 against 60 steps/s on a
+#: two-core Zen 1 (2026-12-03), where the spring-list default of 200,000 kept it serial
+GRID_PARALLEL_MIN_SPRINGS = 50_000
 #: the chain projection runs the tethers after each of the last this many families of a
 #: pass (a cloth's columns and rows): after the last family only, the stiff 64 x 64
 #: cloth at 2 substeps stretched its corners into an energy runaway at 3.2 s; after every
@@ -353,7 +358,8 @@ class XPBD(Integrator):
             self._starts = np.array([0, m], np.int64)
         else:
             self._order, self._starts = colouring
-        self._passes = ColourPasses(colouring is not None, m)
+        self._passes = ColourPasses(colouring is not None, m, GRID_PARALLEL_MIN_SPRINGS
+                                    if self._grid is not None else PARALLEL_MIN_SPRINGS)
         if self._grid is not None:  # structure-of-arrays scratch of the grid kernels
             self._soa = np.zeros((3, 3, n), dtype)  # X, V, P: x, v, x_prev as (3, n)
             # the step's end positions and last substep start, for the residual
