@@ -237,6 +237,59 @@ def test_rope_segments_are_tested_and_a_cloth_has_none():
         (i, i + 1) for i in range(11)]
     cloth = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[pole])
     assert len(cloth._contact_set.segments) == 0
+    # a cloth's edges instead, against a pole that fits between its particles only
+    sheet = cloth._contact_set
+    assert len(sheet.sheet_segments) == 33  # 12 + 12 grid edges, 9 diagonals
+    assert sheet.sheet_ranges.tolist() == [[0, 33]]
+    thick = rs.Capsule((0.5, -1.0, 0.0), (0.5, 1.0, 0.0), 0.2)
+    thick_set = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[thick])._contact_set
+    assert len(thick_set.sheet_segments) == 0 and thick_set.sheet_ranges.tolist() == [[0, 0]]
+
+
+@pytest.mark.parametrize("collider", [
+    rs.Capsule((-1.0, 0.0, 0.0), (1.0, 0.0, 0.0), 0.01),
+    rs.Box((0.0, -0.1, 0.0), (2.0, 0.2, 0.01), rotation=(0.0, 0.0, 0.0))])
+def test_a_cloth_hangs_on_a_rod_or_a_plank_thinner_than_its_spacing(collider):
+    """A 20 x 20 cloth (spacing 5 cm) dropped flat across a 2 cm rod (or a 1 cm plank on
+    its edge) that lies midway between two of its rows: its particles alone would let
+    it through (it fell to y = -19 m before its edges met thin colliders); it hangs over
+    it, and no edge passes through it."""
+    cloth = rs.cloth(20, 20, 0.05, plane="xz", pins="none", origin=(0.0, 0.1, 0.0))
+    sim = rs.Simulation(cloth, dt=1.0 / 600.0, contacts=[collider])
+    sim.step(1200)
+    y = sim.positions[:, 1]
+    assert np.isfinite(sim.positions).all()
+    assert y.max() > -0.01 and y.min() > -0.7  # hanging over it, both halves down
+    x = sim.positions
+    edges = sim._contact_set.sheet_segments
+    a, b = x[edges[:, 0]], x[edges[:, 1]]
+    samples = a[:, None, :] + np.linspace(0.0, 1.0, 21)[None, :, None] * (b - a)[:, None, :]
+    points = samples.reshape(-1, 3)
+    if isinstance(collider, rs.Capsule):
+        inside = np.hypot(points[:, 1], points[:, 2]) < 0.01 - 1e-3
+    else:
+        inside = _inside_box(points, collider, 1e-3)
+    assert not inside.any()
+
+
+def test_a_cloth_threaded_onto_a_blade_keeps_the_edges_through_it():
+    """The edges that a thin collider already passes through when it is added (a cloth
+    threaded onto a blade, the windmill scene) are left out of its segments; all others
+    stay in, and the cloth is not torn off it."""
+    cloth = rs.cloth(10, 10, 0.05, plane="xz", pins="none", origin=(0.0, 0.5, 0.0))
+    blade = rs.Box((0.0, 0.5, 0.0), (0.9, 0.3, 0.02))  # between the rows at z = -+0.025
+    sim = rs.Simulation(cloth, dt=1e-3, contacts=[blade])
+    contact_set = sim._contact_set
+    tri = np.sort(np.asarray(cloth.triangles), axis=1)
+    every = {tuple(e) for t in tri.tolist() for e in ((t[0], t[1]), (t[1], t[2]), (t[0], t[2]))}
+    assert len(every) == 9 * 10 * 2 + 81  # grid edges and one diagonal per cell
+    z = sim.positions[:, 2]
+    crossing = {(i, j) for i, j in every if z[i] * z[j] < 0.0}
+    assert len(crossing) == 10 + 9  # the grid edges and diagonals across the blade
+    kept = set(map(tuple, contact_set.sheet_segments.tolist()))
+    assert kept == every - crossing
+    sim.step(100)
+    assert np.isfinite(sim.positions).all() and sim.max_strain() < 0.2
 
 
 def _sheet(half=1.0, n=4):
@@ -731,11 +784,12 @@ def _cloth_points(sim):
 def test_box_edges_stay_under_a_draped_cloth_with_an_auto_margin():
     """A cloth dropped over a small table top: with margin = "auto" no point of its
     triangles is inside the box as drawn (a particle radius, 0.2 x the spacing, smaller);
-    with no margin the edges poke through between particles."""
+    with no margin the edges poke through between particles. (The table is 5 spacings
+    thick: a thinner one, which fits between two particles, meets the cloth's edges.)"""
     spacing = 0.04
     poked = []
     for margin in (0.0, "auto"):
-        top = rs.Box(center=(0.0, 0.0, 0.0), size=(0.36, 0.04, 0.36), margin=margin)
+        top = rs.Box(center=(0.0, -0.08, 0.0), size=(0.36, 0.2, 0.36), margin=margin)
         cloth = rs.cloth(16, 16, spacing=spacing, plane="xz", pins="none",
                          origin=(0.0, 0.1, 0.0))
         sim = rs.Simulation(cloth, dt=DT, contacts=[top], drag=0.3)

@@ -23,7 +23,7 @@ from .colliders.bvh import STACK_SIZE, TRIANGLE_COLUMNS, build_bvh, distance_gri
 from .colliders.kernel import (
     BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, JUMP_COLUMNS, JUMP_END, JUMP_PENDING,
     JUMP_SHIFT, JUMP_TIME, JUMP_TURN, KIND, MESH, MESH_INDEX, P0, POSE_TIME, ROTATION, SKIN,
-    SPIN, VELOCITY, jump_shares, project_contacts,
+    SPIN, VELOCITY, jump_shares, project_contacts, threaded_segments,
 )
 from .colliders.shapes import (
     AUTO_MARGIN, COLLIDER_TYPES, MARGIN_SHARE, MAX_FRICTION, Box, Capsule, Collider, Mesh,
@@ -158,11 +158,13 @@ class ContactSet:
     """The obstacles of a Simulation packed for the kernel: grounds (k, 2) [height,
     friction], spheres (k, 5) [centre, radius, friction], the collider table and the
     meshes' BVHs (built once here), the rope segments of ``system`` (tested against the
-    colliders), the jumps of moves made between steps, with the scratch the kernel
-    writes."""
+    colliders) and its cloth edges (tested against the thin ones: sheet_segments, from
+    ``positions`` at ``time``), the jumps of moves made between steps, with the scratch
+    the kernel writes."""
 
     def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any,
-                 system: SpringSystem | None = None):
+                 system: SpringSystem | None = None, positions: np.ndarray | None = None,
+                 time: float = 0.0):
         grounds, spheres, rows = [], [], []
         mesh_rows, boxes, links, triangles, grids, distances = [], [], [], [], [], []
         nodes = tris = cells = 0
@@ -211,6 +213,11 @@ class ContactSet:
         self.swept = len(rows) + len(spheres) > 0
         self.segments = (rope_segments(system) if rows and system is not None
                          else np.zeros((0, 2), dtype=np.int64))
+        self.segment_ranges = np.zeros((len(rows), 2), dtype=np.int64)
+        self.segment_ranges[:, 1] = len(self.segments)  # a rope's meet every collider
+        self.sheet_segments, self.sheet_ranges = sheet_segments(
+            [c for c in contacts if isinstance(c, COLLIDER_TYPES)], self.colliders,
+            self._margins, system, positions, time)
         # (table row, collider) of those with keyframes: their rows follow them per step
         self._paths = [(k, c) for k, c in enumerate(c for c in contacts
                                                      if isinstance(c, COLLIDER_TYPES)) if c.keyframes]
@@ -238,10 +245,11 @@ class ContactSet:
     @property
     def moving(self) -> bool:
         """Whether contacts may do work: a collider has a velocity, a spin or keyframes,
-        or was moved from Python, or rope segments meet colliders (keeping a sparse
-        rope's straight segments off a thin rod lifts the particles between which it
-        passes)."""
+        or was moved from Python, or rope segments or a cloth's edges meet colliders
+        (keeping a sparse rope's straight segments off a thin rod lifts the particles
+        between which it passes)."""
         return (self._driven or bool(self._paths) or len(self.segments) > 0
+                or len(self.sheet_segments) > 0
                 or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0)))
 
     def remember(self, x: np.ndarray) -> None:
@@ -259,7 +267,9 @@ class ContactSet:
         return project_contacts(x, self.x_prev if self.swept else x, v, inv_mass, fixed,
                                 self.grounds, self.spheres, self.colliders, self.meshes,
                                 self.boxes, self.links, self.triangles, self.grids,
-                                self.distances, self.segments, self.jumps, self._poses,
+                                self.distances, self.segments, self.segment_ranges,
+                                self.sheet_segments, self.sheet_ranges, self.jumps,
+                                self._poses,
                                 self._motion, self._scratch, self._segment_scratch,
                                 self._bounds, self._near, self._stack, time, dt, planar,
                                 self.broad_phase)
@@ -299,6 +309,62 @@ def rope_segments(system: SpringSystem) -> np.ndarray:
     prims = build_primitives(system).prims
     capsules = prims[(prims[:, 0] != prims[:, 1]) & (prims[:, 1] == prims[:, 2])]
     return np.ascontiguousarray(capsules[:, :2], dtype=np.int64)
+
+
+#: full width (margin included), in spacings of a cloth, below which a box or a capsule
+#: can pass between two neighbouring particles (a cell's diagonal is 1.41 spacings), so
+#: the cloth's edges are tested against it as segments (fits_between)
+THIN_WIDTH = 2.0
+
+
+def fits_between(collider: Collider, margin: float, spacing: float) -> bool:
+    """Whether a Box's thinnest side or a Capsule's diameter, each grown by ``margin``
+    (m) on both sides, is narrower than THIN_WIDTH x ``spacing`` (m; a cloth's median
+    edge, 0 for a system without triangles): a rod or a plank that a cloth's particles
+    alone would let through. Meshes are not (their ridges meet the particles only)."""
+    if isinstance(collider, Capsule):
+        width = 2.0 * (collider.radius + margin)
+    elif isinstance(collider, Box):
+        width = min(collider.size) + 2.0 * margin
+    else:
+        return False
+    return width < THIN_WIDTH * spacing
+
+
+def sheet_edges(system: SpringSystem) -> np.ndarray:
+    """(s, 2) int64: the distinct edges of a system's triangles (a cloth's structural
+    and diagonal springs), lower index first."""
+    tri = np.asarray(system.triangles, dtype=np.int64).reshape(-1, 3)
+    edges = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]])
+    return np.ascontiguousarray(np.unique(np.sort(edges, axis=1), axis=0))
+
+
+def sheet_segments(colliders: Sequence[Collider], table: np.ndarray,
+                   margins: Sequence[float], system: SpringSystem | None,
+                   positions: np.ndarray | None = None, time: float = 0.0
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(segments (s, 2) int64, ranges (k, 2) int64): for each collider (row of ``table``)
+    that fits between a cloth's particles (fits_between), the cloth's edges it meets, as
+    the rows ranges[c, 0] .. ranges[c, 1] - 1 of segments: all of them but those it
+    already passes through at ``positions`` (m; default the system's) and ``time`` (s),
+    when the collider is added (threaded_segments: a cloth threaded onto a rod or a
+    blade, as in the windmill scene, hangs from it instead of being torn off)."""
+    ranges = np.zeros((len(colliders), 2), dtype=np.int64)
+    spacing = 0.0 if system is None else median_triangle_edge(system)
+    thin = [fits_between(c, m, spacing) for c, m in zip(colliders, margins)]
+    if not any(thin):
+        return np.zeros((0, 2), dtype=np.int64), ranges
+    x = np.ascontiguousarray(system.positions3() if positions is None else positions,
+                             dtype=np.float64)
+    edges = sheet_edges(system)
+    parts, count = [], 0
+    for c, is_thin in enumerate(thin):
+        if is_thin:
+            part = edges[~threaded_segments(x, edges, table[c], time, np.zeros(12))]
+            parts.append(part)
+            ranges[c] = count, count + len(part)
+            count += len(part)
+    return np.ascontiguousarray(np.concatenate(parts)), ranges
 
 
 def rotation_vector(r: np.ndarray) -> np.ndarray:

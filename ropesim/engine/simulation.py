@@ -442,7 +442,8 @@ class Simulation(TopologyEditing):
             raise TypeError(f"contacts: expected a Ground, Sphere, Box, Capsule or Mesh or a "
                             f"list of them, got {show(value)}")
         value = tuple(value)
-        packed = ContactSet(value, self.n_particles, self.dtype, self.system)
+        packed = ContactSet(value, self.n_particles, self.dtype, self.system, self._x,
+                            self._state.time)
         grounds, spheres = packed.grounds, packed.spheres
         # a contact puts particles at centre + radius or at the ground's height
         reach = np.abs(spheres[:, :3]).max(axis=1) + spheres[:, 3] if len(spheres) else []

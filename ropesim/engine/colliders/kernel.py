@@ -12,8 +12,9 @@ onto it) goes out the nearest way. Then the inward normal part of the velocity r
 to the surface (the collider's own velocity, ``velocity + spin x r``) is removed and
 Coulomb friction takes up to ``friction`` times that removed normal speed off the
 relative tangential speed. A broad phase per block of particles skips the colliders
-that cannot come near the block during the step (_block_near). Then rope segments
-(_segment_contacts): swept by conservative advancement when they move fast, then pushed
+that cannot come near the block during the step (_block_near). Then rope segments, and
+a cloth's triangle edges against the colliders thin enough to pass between two of its
+particles (_segment_contacts): swept by conservative advancement when they move fast, then pushed
 out of what pokes through them, with a broad phase of their own (_segment_near).
 """
 
@@ -674,9 +675,9 @@ def _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion, fricti
 
 
 @njit(cache=True)
-def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes, links,
-                      triangles, grids, distances, poses, motion, bounds, broad_phase, stack,
-                      scratch, planar):
+def _segment_contacts(x, x_prev, v, inv_mass, segments, ranges, colliders, meshes, boxes,
+                      links, triangles, grids, distances, poses, motion, bounds,
+                      broad_phase, stack, scratch, planar):
     """Rope segments (particle pairs) against boxes, capsules and meshes. A segment whose
     ends move (relative to the collider) more than SHORT_STEP times its thinnest half
     extent is swept first (_first_touch): one that comes onto it during the step is put
@@ -686,7 +687,8 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes
     pushed out at its deepest point (a mesh: _segment_mesh). Each push is shared by the
     two particles (_push_segment). With ``broad_phase``, a collider is tested only against
     the segments whose motion's box comes near it (_segment_near). ``scratch`` (15,)
-    holds the segment's ends in the collider's frame. Returns how many pushes were made."""
+    holds the segment's ends in the collider's frame; collider c meets the segments
+    ranges[c, 0] .. ranges[c, 1] - 1. Returns how many pushes were made."""
     touching = 0
     a, b, a0, b0, probe = (scratch[0:3], scratch[3:6], scratch[6:9], scratch[9:12],
                            scratch[12:15])
@@ -705,7 +707,7 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes
             m = n0 = nn = t0 = tn = g0 = g1 = 0
         bvh_boxes, bvh_links, bvh_triangles = boxes[n0:n0 + nn], links[n0:n0 + nn], triangles[
             t0:t0 + tn]
-        for k in range(segments.shape[0]):
+        for k in range(ranges[c, 0], ranges[c, 1]):
             i, j = segments[k, 0], segments[k, 1]
             wi, wj = inv_mass[i], inv_mass[j]
             if wi == 0.0 and wj == 0.0:
@@ -737,36 +739,62 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes, boxes
                     bvh_triangles, grids[m], distances[g0:g1], stack, probe)
                 if depth <= 0.0:
                     continue
-            elif kind == BOX:
-                s, depth = _segment_in_box(row[P0:P0 + 3], ax, ay, az, bx, by, bz)
-                if depth <= 0.0:
-                    continue
-                qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
-                nx, ny, nz = 0.0, 0.0, 0.0
-                if row[P0] - abs(qx) == depth:
-                    nx = 1.0 if qx >= 0.0 else -1.0
-                elif row[P1] - abs(qy) == depth:
-                    ny = 1.0 if qy >= 0.0 else -1.0
-                else:
-                    nz = 1.0 if qz >= 0.0 else -1.0
             else:
-                half, radius = row[P0], row[P1]
-                s, t = segment_params(ax, ay, az, bx - ax, by - ay, bz - az, -half, 0.0, 0.0,
-                                      2.0 * half, 0.0, 0.0)
-                t = half * (2.0 * t - 1.0)
-                qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
-                rx, ry, rz = qx - t, qy, qz
-                dist = np.sqrt(rx * rx + ry * ry + rz * rz)
-                depth = radius - dist
+                s, depth, nx, ny, nz = _segment_depth(row, ax, ay, az, bx, by, bz)
                 if depth <= 0.0:
                     continue
-                if dist < 1e-12:  # through the axis: out sideways
-                    rx, ry, rz, dist = 0.0, 1.0, 0.0, 1.0
-                nx, ny, nz = rx / dist, ry / dist, rz / dist
             if _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion[c],
                              row[FRICTION], planar):
                 touching += 1
     return touching
+
+
+@njit(cache=True)
+def _segment_depth(row, ax, ay, az, bx, by, bz):
+    """(s, depth m, nx, ny, nz) in a box's or a capsule's frame: the point a + s (b - a)
+    of a segment deepest inside it, how deep, and the way out (depth <= 0: the segment
+    misses it)."""
+    if int(row[KIND]) == BOX:
+        s, depth = _segment_in_box(row[P0:P0 + 3], ax, ay, az, bx, by, bz)
+        if depth <= 0.0:
+            return s, depth, 0.0, 0.0, 0.0
+        qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
+        nx, ny, nz = 0.0, 0.0, 0.0
+        if row[P0] - abs(qx) == depth:
+            nx = 1.0 if qx >= 0.0 else -1.0
+        elif row[P1] - abs(qy) == depth:
+            ny = 1.0 if qy >= 0.0 else -1.0
+        else:
+            nz = 1.0 if qz >= 0.0 else -1.0
+        return s, depth, nx, ny, nz
+    half, radius = row[P0], row[P1]
+    s, t = segment_params(ax, ay, az, bx - ax, by - ay, bz - az, -half, 0.0, 0.0,
+                          2.0 * half, 0.0, 0.0)
+    t = half * (2.0 * t - 1.0)
+    qx, qy, qz = ax + s * (bx - ax), ay + s * (by - ay), az + s * (bz - az)
+    rx, ry, rz = qx - t, qy, qz
+    dist = np.sqrt(rx * rx + ry * ry + rz * rz)
+    depth = radius - dist
+    if depth <= 0.0:
+        return s, depth, 0.0, 0.0, 0.0
+    if dist < 1e-12:  # through the axis: out sideways
+        rx, ry, rz, dist = 0.0, 1.0, 0.0, 1.0
+    return s, depth, rx / dist, ry / dist, rz / dist
+
+
+@njit(cache=True)
+def threaded_segments(x, segments, row, time, pose):
+    """Which segments (s, 2) of particles at x (m) a box or capsule table row, at its pose
+    at ``time`` (s), already passes through: a cloth threaded onto a rod or a blade
+    hangs from it (those edges are not pushed off it). ``pose`` (12,) scratch."""
+    _pose(row, time, pose)
+    out = np.zeros(segments.shape[0], dtype=np.bool_)
+    for k in range(segments.shape[0]):
+        i, j = segments[k, 0], segments[k, 1]
+        ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
+        bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
+        out[k] = _segment_depth(row, ax, ay, az, bx, by, bz)[1] > 0.0
+    return out
 
 
 #: Particles per block of the broad phase: a collider is tested against a block's
@@ -871,16 +899,18 @@ def _box_near(lx, ly, lz, hx, hy, hz, bounds, c):
 
 @njit(cache=True)
 def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders, meshes,
-                     boxes, links, triangles, grids, distances, segments, jumps, poses,
-                     motion, scratch, segment_scratch, bounds, near, stack, time, dt,
-                     planar, broad_phase):
+                     boxes, links, triangles, grids, distances, segments, segment_ranges,
+                     sheet_segments, sheet_ranges, jumps, poses, motion, scratch,
+                     segment_scratch, bounds, near, stack, time, dt, planar, broad_phase):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
     ``x_prev``: the positions before the step (m); ``inv_mass`` (n,) 1/kg (0: fixed);
     ``colliders``: the collider table (COLUMNS per row); ``meshes`` (m, 5) int64 [first
     node, node count, first triangle, triangle count, first distance] into the BVH arrays
     and the distance grids (``grids`` (m, 8) their layout, bvh.distance_grid);
-    ``segments`` (s, 2) int64 the rope segments tested against the colliders;
+    ``segments`` (s, 2) int64 the rope segments and ``sheet_segments`` a cloth's
+    triangle edges, collider c tested against those of rows ``segment_ranges[c]`` and
+    ``sheet_ranges[c]`` ((k, 2) int64 [first, end));
     ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
     ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 13),
     ``near`` (k,) and ``stack`` scratch; ``time`` (s) the time at the start of the step
@@ -969,9 +999,14 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
             if planar:
                 v[i, 2] = 0.0
             touching += 1
-    if segments.shape[0] > 0:
-        touching += _segment_contacts(x, x_prev, v, inv_mass, segments, colliders, meshes,
-                                      boxes, links, triangles, grids, distances, poses,
-                                      motion, bounds, broad_phase, stack, segment_scratch,
-                                      planar)
+    if segments.shape[0] > 0:  # a rope's segments against every collider
+        touching += _segment_contacts(x, x_prev, v, inv_mass, segments, segment_ranges,
+                                      colliders, meshes, boxes, links, triangles, grids,
+                                      distances, poses, motion, bounds, broad_phase, stack,
+                                      segment_scratch, planar)
+    if sheet_segments.shape[0] > 0:  # a cloth's edges against thin ones
+        touching += _segment_contacts(x, x_prev, v, inv_mass, sheet_segments,
+                                      sheet_ranges, colliders, meshes, boxes, links, triangles, grids,
+                                      distances, poses, motion, bounds, broad_phase, stack,
+                                      segment_scratch, planar)
     return touching
