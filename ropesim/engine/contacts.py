@@ -312,9 +312,11 @@ def rope_segments(system: SpringSystem) -> np.ndarray:
 
 
 #: full width (margin included), in spacings of a cloth, below which a box or a capsule
-#: can pass between two neighbouring particles (a cell's diagonal is 1.41 spacings), so
-#: the cloth's edges are tested against it as segments (fits_between)
-THIN_WIDTH = 2.0
+#: can pass between two rows of its particles (one spacing apart at rest; the factor
+#: covers a cloth stretched by a quarter), so the cloth's edges are tested against it as
+#: segments (fits_between): a rod or a blade, not the table scene's top or legs (1.4
+#: and 1.5 spacings wide, margin included)
+THIN_WIDTH = 1.25
 
 
 def fits_between(collider: Collider, margin: float, spacing: float) -> bool:
