@@ -683,8 +683,9 @@ def test_bad_keyframes_name_the_field(path, message):
         rs.Box(velocity=(1, 0, 0), keyframes=[(0.0, 0, 0, 0)])
 
 
-@pytest.mark.parametrize("name", ["table", "mesh-drape", "windmill"])
-def test_collider_scenes_load_step_and_draw_their_colliders(name):
+@pytest.mark.parametrize("name, covered", [("table", 0.005), ("mesh-drape", 0.005),
+                                           ("windmill", 0.005), ("towel-rail", 0.001)])
+def test_collider_scenes_load_step_and_draw_their_colliders(name, covered):
     scene = rs.load(name)
     with_colliders = scene.simulation()
     with_colliders.step(100)
@@ -696,7 +697,7 @@ def test_collider_scenes_load_step_and_draw_their_colliders(name):
         frame = rs.render(sim, frames=1, size=(320, 180), camera=dict(scene.camera))[0]
         drawn.append(np.asarray(frame, dtype=float))
     changed = np.abs(drawn[0] - drawn[1]).max(axis=-1) > 30
-    assert changed.mean() > 0.005  # the colliders cover part of the picture (the rod ~1 %)
+    assert changed.mean() > covered  # the colliders cover part of the picture (the rail 0.24 %)
 
 
 # --- rope segments: swept against thin colliders, and their broad phase ------------------
