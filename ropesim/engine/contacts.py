@@ -269,10 +269,9 @@ class ContactSet:
                                 self.boxes, self.links, self.triangles, self.grids,
                                 self.distances, self.segments, self.segment_ranges,
                                 self.sheet_segments, self.sheet_ranges, self.jumps,
-                                self._poses,
-                                self._motion, self._scratch, self._segment_scratch,
-                                self._bounds, self._near, self._stack, time, dt, planar,
-                                self.broad_phase)
+                                self._poses, self._motion, self._scratch,
+                                self._segment_scratch, self._bounds, self._near,
+                                self._stack, time, dt, planar, self.broad_phase)
 
     def repose(self, index: int, old: Collider, collider: Collider, time: float,
                over: float = 0.0) -> None:
