@@ -67,9 +67,33 @@ def test_a_sparse_rope_dropped_on_a_mesh_ridge_thinner_than_its_spacing_hangs_fr
     assert (left < RIDGE_X).all() and (right > RIDGE_X).all()
 
 
-def test_a_cloth_has_no_segments_to_test_against_a_mesh():
-    cloth = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[_fin()])
-    assert len(cloth._contact_set.segments) == 0
+def test_a_cloth_meets_an_open_thin_mesh_with_its_edges_and_a_closed_one_with_particles():
+    for mesh, edges in ((_fin(), 33), (_prism(), 0)):  # 4 x 4: 24 grid edges, 9 diagonals
+        contact_set = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[mesh])._contact_set
+        assert len(contact_set.segments) == 0  # no rope segments
+        assert len(contact_set.sheet_segments) == edges
+
+
+def test_a_cloth_hangs_on_the_edge_of_a_fin_between_two_of_its_rows():
+    """A 20 x 20 cloth (5 cm spacing) dropped flat onto the top edge of a 4 mm open sheet
+    that lies midway between two of its rows: its particles alone let it through (it
+    fell to the floor); its edges meet the sheet, so it hangs on it, no edge through."""
+    cloth = rs.cloth(20, 20, 0.05, plane="xz", pins="none", origin=(RIDGE_X, TOP + 0.1, 0.0))
+    fin = _fin()
+    sim = rs.Simulation(cloth, dt=1.0 / 600.0, contacts=[fin, rs.Ground(0.0)], drag=0.3)
+    x0 = sim.positions[:, 0]
+    assert np.abs(x0 - RIDGE_X).min() > 0.02  # the fin's plane lies between two rows
+    sim.step(1200)
+    y = sim.positions[:, 1]
+    assert np.isfinite(sim.positions).all()
+    assert y.max() > TOP - 0.01 and y.min() > 0.3  # hanging on the fin, not on the floor
+    edges = sim._contact_set.sheet_segments
+    a, b = sim.positions[edges[:, 0]], sim.positions[edges[:, 1]]
+    across = (a[:, 0] - RIDGE_X) * (b[:, 0] - RIDGE_X) < 0.0
+    u = (RIDGE_X - a[across, 0]) / (b[across, 0] - a[across, 0])
+    point = a[across] + u[:, None] * (b[across] - a[across])  # where it meets x = RIDGE_X
+    through = (point[:, 1] < TOP - 1e-3) & (point[:, 1] > 0.5) & (np.abs(point[:, 2]) < 0.3)
+    assert across.any() and not through.any()  # over the top edge, none through the sheet
 
 
 def test_closest_points_of_a_segment_and_a_mesh_match_a_dense_sampling():

@@ -215,9 +215,6 @@ class ContactSet:
                          else np.zeros((0, 2), dtype=np.int64))
         self.segment_ranges = np.zeros((len(rows), 2), dtype=np.int64)
         self.segment_ranges[:, 1] = len(self.segments)  # a rope's meet every collider
-        self.sheet_segments, self.sheet_ranges = sheet_segments(
-            [c for c in contacts if isinstance(c, COLLIDER_TYPES)], self.colliders,
-            self._margins, system, positions, time)
         # (table row, collider) of those with keyframes: their rows follow them per step
         self._paths = [(k, c) for k, c in enumerate(c for c in contacts
                                                      if isinstance(c, COLLIDER_TYPES)) if c.keyframes]
@@ -232,6 +229,8 @@ class ContactSet:
         self._bounds = np.zeros((len(rows), 13))  # the broad phase's collider boxes
         self._near = np.zeros(len(rows), dtype=np.bool_)
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
+        self.sheet_segments, self.sheet_ranges = self._sheet_segments(
+            [c for c in contacts if isinstance(c, COLLIDER_TYPES)], system, positions, time)
         #: whether the kernel skips colliders far from a block of particles or a rope
         #: segment (off: every one is tested, with the same results, slower)
         self.broad_phase = True
@@ -241,6 +240,38 @@ class ContactSet:
         for contact in contacts:
             self._row_of.append(row if isinstance(contact, COLLIDER_TYPES) else -1)
             row += isinstance(contact, COLLIDER_TYPES)
+
+    def _sheet_segments(self, colliders: Sequence[Collider], system: SpringSystem | None,
+                        positions: np.ndarray | None, time: float
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """(segments (s, 2) int64, ranges (k, 2) int64): for each collider (table row)
+        that fits between a cloth's particles (fits_between), the cloth's edges it meets,
+        as the rows ranges[c, 0] .. ranges[c, 1] - 1 of segments: all of them but those
+        it already passes through at ``positions`` (m; default the system's) and ``time``
+        (s), when the collider is added (threaded_segments: a cloth threaded onto a rod or
+        a blade, as in the windmill scene, hangs from it instead of being torn off)."""
+        ranges = np.zeros((len(colliders), 2), dtype=np.int64)
+        spacing = 0.0 if system is None else median_triangle_edge(system)
+        thin = [fits_between(c, m, spacing) for c, m in zip(colliders, self._margins)]
+        if not any(thin):
+            return np.zeros((0, 2), dtype=np.int64), ranges
+        x = np.ascontiguousarray(system.positions3() if positions is None else positions,
+                                 dtype=np.float64)
+        edges = sheet_edges(system)
+        parts, count = [], 0
+        for c, is_thin in enumerate(thin):
+            if not is_thin:
+                continue
+            row = self.colliders[c]
+            n0, nn, t0, tn = self.meshes[int(row[MESH_INDEX])][:4] if isinstance(
+                colliders[c], Mesh) else (0, 0, 0, 0)
+            part = edges[~threaded_segments(
+                x, edges, row, time, np.zeros(12), self.boxes[n0:n0 + nn],
+                self.links[n0:n0 + nn], self.triangles[t0:t0 + tn], self._stack)]
+            parts.append(part)
+            ranges[c] = count, count + len(part)
+            count += len(part)
+        return np.ascontiguousarray(np.concatenate(parts)), ranges
 
     @property
     def moving(self) -> bool:
@@ -319,14 +350,17 @@ THIN_WIDTH = 1.25
 
 
 def fits_between(collider: Collider, margin: float, spacing: float) -> bool:
-    """Whether a Box's thinnest side or a Capsule's diameter, each grown by ``margin``
-    (m) on both sides, is narrower than THIN_WIDTH x ``spacing`` (m; a cloth's median
-    edge, 0 for a system without triangles): a rod or a plank that a cloth's particles
-    alone would let through. Meshes are not (their ridges meet the particles only)."""
+    """Whether a Box's thinnest side, a Capsule's diameter or an open Mesh's thickness
+    (a two-sided sheet), each grown by ``margin`` (m) on both sides, is narrower than
+    THIN_WIDTH x ``spacing`` (m; a cloth's median edge, 0 for a system without
+    triangles): a rod, a plank or a fin that a cloth's particles alone would let
+    through. Closed meshes are not (their ridges meet the particles only)."""
     if isinstance(collider, Capsule):
         width = 2.0 * (collider.radius + margin)
     elif isinstance(collider, Box):
         width = min(collider.size) + 2.0 * margin
+    elif not collider.closed:
+        width = collider.thickness + 2.0 * margin
     else:
         return False
     return width < THIN_WIDTH * spacing
@@ -338,34 +372,6 @@ def sheet_edges(system: SpringSystem) -> np.ndarray:
     tri = np.asarray(system.triangles, dtype=np.int64).reshape(-1, 3)
     edges = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]])
     return np.ascontiguousarray(np.unique(np.sort(edges, axis=1), axis=0))
-
-
-def sheet_segments(colliders: Sequence[Collider], table: np.ndarray,
-                   margins: Sequence[float], system: SpringSystem | None,
-                   positions: np.ndarray | None = None, time: float = 0.0
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(segments (s, 2) int64, ranges (k, 2) int64): for each collider (row of ``table``)
-    that fits between a cloth's particles (fits_between), the cloth's edges it meets, as
-    the rows ranges[c, 0] .. ranges[c, 1] - 1 of segments: all of them but those it
-    already passes through at ``positions`` (m; default the system's) and ``time`` (s),
-    when the collider is added (threaded_segments: a cloth threaded onto a rod or a
-    blade, as in the windmill scene, hangs from it instead of being torn off)."""
-    ranges = np.zeros((len(colliders), 2), dtype=np.int64)
-    spacing = 0.0 if system is None else median_triangle_edge(system)
-    thin = [fits_between(c, m, spacing) for c, m in zip(colliders, margins)]
-    if not any(thin):
-        return np.zeros((0, 2), dtype=np.int64), ranges
-    x = np.ascontiguousarray(system.positions3() if positions is None else positions,
-                             dtype=np.float64)
-    edges = sheet_edges(system)
-    parts, count = [], 0
-    for c, is_thin in enumerate(thin):
-        if is_thin:
-            part = edges[~threaded_segments(x, edges, table[c], time, np.zeros(12))]
-            parts.append(part)
-            ranges[c] = count, count + len(part)
-            count += len(part)
-    return np.ascontiguousarray(np.concatenate(parts)), ranges
 
 
 def rotation_vector(r: np.ndarray) -> np.ndarray:

@@ -783,17 +783,26 @@ def _segment_depth(row, ax, ay, az, bx, by, bz):
 
 
 @njit(cache=True)
-def threaded_segments(x, segments, row, time, pose):
-    """Which segments (s, 2) of particles at x (m) a box or capsule table row, at its pose
-    at ``time`` (s), already passes through: a cloth threaded onto a rod or a blade
-    hangs from it (those edges are not pushed off it). ``pose`` (12,) scratch."""
+def threaded_segments(x, segments, row, time, pose, boxes, links, triangles, stack):
+    """Which segments (s, 2) of particles at x (m) a collider table row, at its pose at
+    ``time`` (s), already passes through (a mesh: comes within its thickness / 2 of;
+    ``boxes``, ``links``, ``triangles`` its BVH, ``stack`` scratch): a cloth threaded
+    onto a rod, a blade or a sheet hangs from it (those edges are not pushed off it).
+    ``pose`` (12,) scratch."""
     _pose(row, time, pose)
     out = np.zeros(segments.shape[0], dtype=np.bool_)
+    mesh = int(row[KIND]) == MESH
     for k in range(segments.shape[0]):
         i, j = segments[k, 0], segments[k, 1]
         ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
         bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
-        out[k] = _segment_depth(row, ax, ay, az, bx, by, bz)[1] > 0.0
+        if mesh:
+            h = row[P0]
+            d2 = closest_to_segment(ax, ay, az, bx - ax, by - ay, bz - az, h * h, boxes,
+                                    links, triangles, stack)[0]
+            out[k] = d2 < h * h
+        else:
+            out[k] = _segment_depth(row, ax, ay, az, bx, by, bz)[1] > 0.0
     return out
 
 
