@@ -14,8 +14,9 @@ Coulomb friction takes up to ``friction`` times that removed normal speed off th
 relative tangential speed. A broad phase per block of particles skips the colliders
 that cannot come near the block during the step (_block_near). Then rope segments, and
 a cloth's triangle edges against the colliders thin enough to pass between two of its
-particles (_segment_contacts): swept by conservative advancement when they move fast, then pushed
-out of what pokes through them, with a broad phase of their own (_segment_near).
+particles (_segment_contacts): swept by conservative advancement when they move fast,
+then pushed out of what pokes through them, with a broad phase of their own
+(_segment_near).
 """
 
 from __future__ import annotations
@@ -678,9 +679,9 @@ def _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion, fricti
 def _segment_contacts(x, x_prev, v, inv_mass, segments, ranges, colliders, meshes, boxes,
                       links, triangles, grids, distances, poses, motion, bounds,
                       broad_phase, stack, scratch, planar):
-    """Rope segments (particle pairs) against boxes, capsules and meshes. A segment whose
-    ends move (relative to the collider) more than SHORT_STEP times its thinnest half
-    extent is swept first (_first_touch): one that comes onto it during the step is put
+    """Segments (particle pairs: a rope's, a cloth's edges) against boxes, capsules and
+    meshes. A segment whose ends move (relative to the collider) more than SHORT_STEP
+    times its thinnest half extent is swept first (_first_touch): one that comes onto it during the step is put
     back on the tangent plane where it touched, on the side it came from. Then, at the
     colliders' poses after the step, a segment that a collider pokes through between its
     two particles (a thin rod, a box edge or a mesh ridge narrower than the spacing) is
