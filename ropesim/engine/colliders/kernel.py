@@ -681,8 +681,9 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, ranges, colliders, meshe
                       broad_phase, stack, scratch, planar):
     """Segments (particle pairs: a rope's, a cloth's edges) against boxes, capsules and
     meshes. A segment whose ends move (relative to the collider) more than SHORT_STEP
-    times its thinnest half extent is swept first (_first_touch): one that comes onto it during the step is put
-    back on the tangent plane where it touched, on the side it came from. Then, at the
+    times its thinnest half extent is swept first (_first_touch): one that comes onto it
+    during the step is put back on the tangent plane where it touched, on the side it
+    came from. Then, at the
     colliders' poses after the step, a segment that a collider pokes through between its
     two particles (a thin rod, a box edge or a mesh ridge narrower than the spacing) is
     pushed out at its deepest point (a mesh: _segment_mesh). Each push is shared by the
