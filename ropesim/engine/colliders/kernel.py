@@ -1016,8 +1016,8 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
                                       distances, poses, motion, bounds, broad_phase, stack,
                                       segment_scratch, planar)
     if sheet_segments.shape[0] > 0:  # a cloth's edges against thin ones
-        touching += _segment_contacts(x, x_prev, v, inv_mass, sheet_segments,
-                                      sheet_ranges, colliders, meshes, boxes, links, triangles, grids,
+        touching += _segment_contacts(x, x_prev, v, inv_mass, sheet_segments, sheet_ranges,
+                                      colliders, meshes, boxes, links, triangles, grids,
                                       distances, poses, motion, bounds, broad_phase, stack,
                                       segment_scratch, planar)
     return touching
