@@ -266,6 +266,26 @@ def test_neighbour_list_survives_rigid_motion_and_rebuilds_when_two_particles_cl
     assert (5, far) in listed_pairs(sim)
 
 
+def test_neighbour_list_survives_a_large_cloth_turning_as_a_whole():
+    """A cloth that spins moves every particle far from the mean displacement (the
+    global check fails) but neighbours hardly relative to each other: the local check
+    keeps the list. Its cells must not share boxes through hash collisions (2,000-odd
+    cells: the old table merged some of them on every check)."""
+    sim = rs.Simulation(rs.cloth(96, 96, spacing=0.01, plane="xz", pins="none"), dt=1e-3,
+                        gravity=(0, 0, 0), self_collision=True)
+    centre = sim.positions.mean(axis=0)
+    arm = sim.positions - centre
+    spin = 2.0  # rad/s about y: the corners move 1.3 m/s, 1.3 mm a step
+    sim.velocities[:] = spin * np.column_stack([arm[:, 2], np.zeros(len(arm)), -arm[:, 0]])
+    sim.step(1)
+    neighbours = sim._self_collision.neighbours
+    builds, built_at = neighbours.builds, neighbours.x_build.copy()
+    sim.step(5)  # 6.7 mm at the corners, over half the skin (a thickness: 8 mm)
+    assert neighbours.builds == builds
+    moved = sim.positions - built_at
+    assert np.linalg.norm(moved - moved.mean(axis=0), axis=1).max() > 0.5 * neighbours.skin
+
+
 def listed_pairs(sim):
     neighbours = sim._self_collision.neighbours
     return {tuple(sorted(pair)) for pair in neighbours.pairs.tolist()}

@@ -103,21 +103,13 @@ def drifted(x, x_build, limit_sq):
 
 
 @njit(cache=True)
-def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
-                    touched, limit_sq):
-    """Whether two primitives that may now be within ``thickness`` (m) of each other can
-    have moved more than sqrt(limit_sq) (m) relative to each other since the build.
-
-    Each primitive's bounding ball (bounding_ball, + thickness / 2) is put into every
-    cell of side ``cell_size`` it overlaps, and each cell (bucket) keeps the bounding box
-    of the displacements of the particles put into it. Two primitives within thickness
-    have overlapping balls, so they share a cell, and the relative displacement of any two
-    of their points is at most that cell's box diagonal (hash collisions merge cells:
-    their boxes only grow). The boxes start empty (min inf, max -inf) and are emptied
-    again on the way out (only the ``touched`` buckets, listed in that scratch array)."""
+def _fill_cells(x, x_build, prims, thickness, cell_size, mask, box_min, box_max, cell_key,
+                touched):
+    """drifted_locally's table: (used, full): the buckets filled (touched[:used]) and
+    whether the cells outgrew the table (then the filling stopped)."""
     inv = 1.0 / cell_size
     used = 0
-    overflow = False
+    last_i = last_j = last_k = last_h = np.int64(-1)  # the cell looked up last, its bucket
     for p in range(prims.shape[0]):
         cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
         radius += 0.5 * thickness
@@ -130,13 +122,21 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
         for i in range(lo_i, hi_i + 1):
             for j in range(lo_j, hi_j + 1):
                 for k in range(lo_k, hi_k + 1):
-                    h = cell_hash(i, j, k, mask)
-                    if box_max[h, 0] < box_min[h, 0]:
-                        if used == touched.shape[0]:  # a primitive stretched past the cells
-                            overflow = True
-                            continue
-                        touched[used] = h
-                        used += 1
+                    if i == last_i and j == last_j and k == last_k and last_h >= 0:
+                        h = last_h  # neighbours in the list share cells: no hash, no probe
+                    else:
+                        h = cell_hash(i, j, k, mask)
+                        while box_max[h, 0] >= box_min[h, 0] and not (
+                                cell_key[h, 0] == i and cell_key[h, 1] == j
+                                and cell_key[h, 2] == k):
+                            h = (h + 1) & mask  # another cell's bucket: probe on
+                        if box_max[h, 0] < box_min[h, 0]:  # a new cell
+                            if 4 * used >= 3 * (mask + 1) or used == touched.shape[0]:
+                                return used, True  # the table is 3/4 full
+                            touched[used] = h
+                            used += 1
+                            cell_key[h, 0], cell_key[h, 1], cell_key[h, 2] = i, j, k
+                        last_i, last_j, last_k, last_h = i, j, k, h
                     for corner in range(3):
                         c = prims[p, corner]
                         if corner > 0 and c == prims[p, corner - 1]:
@@ -145,7 +145,29 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
                             u = x[c, d] - x_build[c, d]
                             box_min[h, d] = min(box_min[h, d], u)
                             box_max[h, d] = max(box_max[h, d], u)
-    moved = overflow
+    return used, False
+
+
+@njit(cache=True)
+def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
+                    cell_key, touched, limit_sq):
+    """Whether two primitives that may now be within ``thickness`` (m) of each other can
+    have moved more than sqrt(limit_sq) (m) relative to each other since the build.
+
+    Each primitive's bounding ball (bounding_ball, + thickness / 2) is put into every
+    cell of side ``cell_size`` it overlaps, and each cell keeps the bounding box of the
+    displacements of the particles put into it. Two primitives within thickness have
+    overlapping balls, so they share a cell, and the relative displacement of any two of
+    their points is at most that cell's box diagonal. A cell owns one bucket of the
+    table (mask + 1 buckets, ``cell_key`` the cell that holds it): it starts at
+    hash(cell) and probes on past the buckets of other cells, so two cells never share
+    a box (a shared box holds displacements from far apart: a cloth that turns as a
+    whole failed the check every step when hash collisions merged cells). The boxes
+    start empty (min inf, max -inf) and are emptied again on the way out (only the
+    ``touched`` buckets, listed in that scratch array); a table 3/4 full counts as
+    moved (a rebuild: always safe)."""
+    used, moved = _fill_cells(x, x_build, prims, thickness, cell_size, mask, box_min,
+                              box_max, cell_key, touched)
     for u in range(used):
         h = touched[u]
         diagonal_sq = 0.0
@@ -180,9 +202,11 @@ class NeighbourList:
         self.probe_every = PROBE_EVERY
         self.n_spheres = prims.n_spheres
         self.largest_half = 0.0  # m, at the last build
-        self.drift_mask = table_mask(n_prims)
+        # at least 4 buckets a primitive (a ball overlaps 1 to 8 cells, about 2 in a cloth)
+        self.drift_mask = table_mask(2 * n_prims)
         self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
         self.box_max = np.full((self.drift_mask + 1, 3), -np.inf)
+        self.cell_key = np.zeros((self.drift_mask + 1, 3), np.int64)  # a bucket's cell
         # a primitive's ball overlaps at most 8 cells (the cells are wider than the balls)
         self.touched = np.zeros(8 * n_prims, np.int64)
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
@@ -198,8 +222,8 @@ class NeighbourList:
             p = self.prims
             cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
             if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
-                                   self.drift_mask, self.box_min, self.box_max, self.touched,
-                                   skin * skin):
+                                   self.drift_mask, self.box_min, self.box_max,
+                                   self.cell_key, self.touched, skin * skin):
                 return False
         if self.built_for == thickness:  # the list ran out: adapt the skin
             if self.lived <= SHORT_LIVED:
