@@ -286,6 +286,31 @@ def test_neighbour_list_survives_a_large_cloth_turning_as_a_whole():
     assert np.linalg.norm(moved - moved.mean(axis=0), axis=1).max() > 0.5 * neighbours.skin
 
 
+@pytest.mark.parametrize("checked_ms, rebuilt_ms", [(2.0, 1.0), (1.0, 2.0)])
+def test_neighbour_list_keeps_the_way_that_costs_less_per_step(checked_ms, rebuilt_ms):
+    """Particles jittered by a thickness every step: every checked list goes stale at
+    the next check. Given what each way costs (fed to account, as SelfCollision.apply
+    does with its timings), the list settles on the cheaper way and only probes the
+    other now and then."""
+    from ropesim.engine.collisions.neighbours import NeighbourList
+
+    prims = build_primitives(rs.cloth(6, 6, spacing=0.05, plane="xz", pins="none"))
+    neighbours = NeighbourList(prims, 36)
+    thickness = 0.04
+    rng = np.random.default_rng(3)
+    ways = []
+    for _ in range(300):
+        x = prims.rest_x + rng.normal(0.0, thickness, prims.rest_x.shape)
+        neighbours.update(x, thickness)
+        ways.append(neighbours.checked)
+        neighbours.account(1e-3 * (checked_ms if neighbours.checked else rebuilt_ms))
+    checked_share = np.mean(ways[-150:])
+    if checked_ms < rebuilt_ms:
+        assert checked_share > 0.9
+    else:
+        assert checked_share < 0.05
+
+
 def listed_pairs(sim):
     neighbours = sim._self_collision.neighbours
     return {tuple(sorted(pair)) for pair in neighbours.pairs.tolist()}

@@ -20,12 +20,16 @@ else, no cell of a coarse grid (side DRIFT_CELLS x thickness) holds two primitiv
 whose displacements differ by more than the skin (drifted_locally: a cloth swinging
 fast but smoothly keeps its list). Only when both fail is the list rebuilt.
 
-The skin adapts: a thick skin makes the list last but holds more pairs to test every
-step, and a list rebuilt every step gains nothing from it. So a list that lasted at
-most SHORT_LIVED steps makes the next skin SKIN_STEP times thinner (down to
-MIN_SKIN_FACTOR thicknesses), one that lasted LONG_LIVED steps or more SKIN_STEP times
-thicker (up to MAX_SKIN_FACTOR). Lists that keep lasting one step are rebuilt without
-the checks and without a skin, with a probe now and then (SKIP_CHECKS_AFTER).
+Checking costs time too (about a list build's, for a 128 x 128 cloth), and a list that
+the next step's check finds stale saves nothing. So the list is kept in one of two ways,
+whichever costs less per step (the pass's whole time, timed): *checked*, built with a
+skin of SKIN_FACTOR thicknesses and checked every step, or *rebuilt*, built every step
+without a skin (reach = thickness: fewer tile pairs to settle) and never checked. A
+swinging cloth with few contacts rebuilds; a folded one, where a build costs a few
+checks, keeps checked lists. While rebuilding, every probe_every-th step (PROBE_EVERY,
+doubled each time the probe confirms rebuilding, up to MAX_PROBE_EVERY) builds a
+checked list again to time it. Either way the pass sees the same pairs (self_contact.py):
+the choice changes the speed, never the result.
 """
 
 from __future__ import annotations
@@ -45,28 +49,22 @@ from .tiles import (build_tiles, fit_tiles, fit_tiles_parallel, query_tiles,
 
 #: candidate pairs in the rest-shape exclusion: closer than this many thicknesses
 EXCLUDE_FACTOR = 3.0
-#: skin (m) in thicknesses: where it starts, its bounds, and how it adapts (see
-#: NeighbourList.update: a list that lasted at most SHORT_LIVED steps gets a thinner
-#: skin for the next build, one that lasted LONG_LIVED steps or more a thicker one)
+#: skin (m) of a checked list, in thicknesses: its reach (2 thicknesses) stays below the
+#: exclusion distance (EXCLUDE_FACTOR) so that tile pairs of a smooth cloth can still be
+#: certified (tiles.py)
 SKIN_FACTOR = 1.0
-MIN_SKIN_FACTOR = 0.125
-MAX_SKIN_FACTOR = 1.0
-SHORT_LIVED = 2
-LONG_LIVED = 16
-SKIN_STEP = 1.4
 #: side of the cells of the local drift check, in thicknesses (at least)
 DRIFT_CELLS = 4.0
 #: room for candidate pairs to start with (doubled when a build needs more)
 START_PAIRS = 1024
-#: after this many lists in a row that each lasted one step, the drift checks (which then
-#: cost about a rebuild's time and save nothing) run only on every probe_every-th step
-#: of the streak (PROBE_EVERY, doubled after each probe that fails, up to
-#: MAX_PROBE_EVERY), the other steps rebuild at once, until a list lasts longer; a list
-#: built for a step that rebuilds at once has no skin (reach = thickness: fewer tile
-#: pairs to settle)
-SKIP_CHECKS_AFTER = 4
+#: after probe_every lists kept one way (PROBE_EVERY, doubled after each probe the
+#: other way loses, up to MAX_PROBE_EVERY), the other way is timed for PROBE_LISTS of
+#: its lists (rebuilt, checked): a rebuilt list lasts one step, a checked one many
 PROBE_EVERY = 8
 MAX_PROBE_EVERY = 128
+PROBE_LISTS = (4, 1)
+#: the weight of a new time in the running mean cost per step of each way
+COST_WEIGHT = 0.25
 
 
 @njit(cache=True)
@@ -196,10 +194,14 @@ class NeighbourList:
         self.reach = -1.0  # thickness + skin of the last build (m)
         self.builds = 0
         self.searched = self.certified = 0  # tile pairs of the last build
-        self.skin_factor = SKIN_FACTOR  # skin of the next build, in thicknesses
+        self.skin_factor = SKIN_FACTOR  # skin of a checked build, in thicknesses
         self.lived = 0  # updates since the last build
-        self.one_step_lists = 0  # lists in a row that lasted one step (SKIP_CHECKS_AFTER)
+        self.checked = True  # the way the list is kept (module docstring)
+        self.cost = [-1.0, -1.0]  # mean s per step rebuilt, checked (-1: not timed yet)
+        self.spent = 0.0  # s the pass took on the steps of the current list
         self.probe_every = PROBE_EVERY
+        self.until_probe = PROBE_EVERY  # lists of this way left before a probe
+        self.probe_left = 0  # lists of the probe under way left (0: none)
         self.n_spheres = prims.n_spheres
         self.largest_half = 0.0  # m, at the last build
         # at least 4 buckets a primitive (a ball overlaps 1 to 8 cells, about 2 in a cloth)
@@ -212,45 +214,61 @@ class NeighbourList:
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
-        """Rebuild if the particles left the skin or the thickness changed; True if
-        rebuilt."""
-        skin = self.skin
+        """Rebuild if the list is kept rebuilt, or checked and the particles left the
+        skin, or the thickness changed; True if rebuilt."""
         self.lived += 1
-        if self.built_for == thickness and not self.skips_checks:
-            if not drifted(x, self.x_build, 0.25 * skin * skin):
+        if self.built_for == thickness:
+            if self.checked and not self._drifted(x, thickness):
                 return False
-            p = self.prims
-            cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
-            if not drifted_locally(x, self.x_build, p.prims, thickness, cell_size,
-                                   self.drift_mask, self.box_min, self.box_max,
-                                   self.cell_key, self.touched, skin * skin):
-                return False
-        if self.built_for == thickness:  # the list ran out: adapt the skin
-            if self.lived <= SHORT_LIVED:
-                self.skin_factor = max(MIN_SKIN_FACTOR, self.skin_factor / SKIN_STEP)
-            elif self.lived >= LONG_LIVED:
-                self.skin_factor = min(MAX_SKIN_FACTOR, self.skin_factor * SKIN_STEP)
+            self._choose()
         self.build(x, thickness)
         return True
 
-    @property
-    def skips_checks(self) -> bool:
-        """Whether update skips the drift checks this step and rebuilds (see
-        SKIP_CHECKS_AFTER)."""
-        streak = self.one_step_lists
-        return streak >= SKIP_CHECKS_AFTER and streak % self.probe_every != 0
+    def account(self, seconds: float) -> None:
+        """Add the time (s) of one step's whole pass (SelfCollision.apply)."""
+        self.spent += seconds
+
+    def _drifted(self, x: np.ndarray, thickness: float) -> bool:
+        """Whether the particles may have left the skin (the two checks, cheap first)."""
+        skin = self.skin
+        if not drifted(x, self.x_build, 0.25 * skin * skin):
+            return False
+        cell_size = max(2.0 * self.largest_half + thickness, DRIFT_CELLS * thickness)
+        return drifted_locally(x, self.x_build, self.prims.prims, thickness, cell_size,
+                               self.drift_mask, self.box_min, self.box_max, self.cell_key,
+                               self.touched, skin * skin)
+
+    def _choose(self) -> None:
+        """The list ran out: log its cost per step and pick the way to keep the next
+        one. Each way's cost is a running mean over its lists (a probe's first list
+        starts it afresh); after probe_every lists of one way the other is probed
+        (PROBE_LISTS lists of it) and the cheaper one kept."""
+        way = int(self.checked)
+        per_step = self.spent / max(self.lived, 1)
+        old = self.cost[way]
+        fresh = old < 0 or self.probe_left == PROBE_LISTS[way]
+        self.cost[way] = per_step if fresh else old + COST_WEIGHT * (per_step - old)
+        if self.probe_left > 0:
+            self.probe_left -= 1
+            if self.probe_left > 0:
+                return
+            if self.cost[way] < self.cost[1 - way]:  # the probed way wins
+                self.probe_every = PROBE_EVERY
+            else:  # back, and probe less often
+                self.checked = not self.checked
+                self.probe_every = min(2 * self.probe_every, MAX_PROBE_EVERY)
+            self.until_probe = self.probe_every
+            return
+        self.until_probe -= 1
+        if self.until_probe <= 0 or self.cost[1 - way] < 0:
+            self.checked = not self.checked
+            self.probe_left = PROBE_LISTS[1 - way]
 
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""
-        lasted_one_step = self.built_for == thickness and self.lived == 1
-        if lasted_one_step and self.one_step_lists >= SKIP_CHECKS_AFTER and not self.skips_checks:
-            self.probe_every = min(2 * self.probe_every, MAX_PROBE_EVERY)  # a failed probe
-        self.one_step_lists = self.one_step_lists + 1 if lasted_one_step else 0
-        if not lasted_one_step:
-            self.probe_every = PROBE_EVERY
         p = self.prims
         # a list that the next step rebuilds without a check needs no skin
-        skin_factor = 0.0 if self.skips_checks else self.skin_factor
+        skin_factor = self.skin_factor if self.checked else 0.0
         reach = (1.0 + skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
         self.largest_half = _largest_radius(x, p.prims, self.n_spheres)
@@ -284,6 +302,7 @@ class NeighbourList:
         self.built_for = thickness
         self.reach = reach
         self.lived = 0
+        self.spent = 0.0
         self.builds += 1
 
     @property
