@@ -109,8 +109,13 @@ def _fill_cells(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
     used = 0
     last_i = last_j = last_k = last_h = np.int64(-1)  # the cell looked up last, its bucket
     for p in range(prims.shape[0]):
-        cx, cy, cz, radius = bounding_ball(x, prims[p, 0], prims[p, 1], prims[p, 2])
-        radius += 0.5 * thickness
+        a = prims[p, 0]
+        if a == prims[p, 2]:  # a sphere: its particle (a cloth's primitives, the fast way)
+            cx, cy, cz = np.float64(x[a, 0]), np.float64(x[a, 1]), np.float64(x[a, 2])
+            radius = 0.5 * thickness
+        else:
+            cx, cy, cz, radius = bounding_ball(x, a, prims[p, 1], prims[p, 2])
+            radius += 0.5 * thickness
         lo_i = np.int64(math.floor((cx - radius) * inv))
         lo_j = np.int64(math.floor((cy - radius) * inv))
         lo_k = np.int64(math.floor((cz - radius) * inv))
@@ -138,7 +143,7 @@ def _fill_cells(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
                     for corner in range(3):
                         c = prims[p, corner]
                         if corner > 0 and c == prims[p, corner - 1]:
-                            continue  # a sphere's or capsule's repeated index
+                            break  # a sphere's or capsule's repeated index: no more
                         for d in range(3):
                             u = x[c, d] - x_build[c, d]
                             box_min[h, d] = min(box_min[h, d], u)
