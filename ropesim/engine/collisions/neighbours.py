@@ -21,15 +21,15 @@ whose displacements differ by more than the skin (drifted_locally: a cloth swing
 fast but smoothly keeps its list). Only when both fail is the list rebuilt.
 
 Checking costs time too (about a list build's, for a 128 x 128 cloth), and a list that
-the next step's check finds stale saves nothing. So the list is kept in one of two ways,
-whichever costs less per step (the pass's whole time, timed): *checked*, built with a
-skin of SKIN_FACTOR thicknesses and checked every step, or *rebuilt*, built every step
-without a skin (reach = thickness: fewer tile pairs to settle) and never checked. A
-swinging cloth with few contacts rebuilds; a folded one, where a build costs a few
-checks, keeps checked lists. While rebuilding, every probe_every-th step (PROBE_EVERY,
-doubled each time the probe confirms rebuilding, up to MAX_PROBE_EVERY) builds a
-checked list again to time it. Either way the pass sees the same pairs (self_contact.py):
-the choice changes the speed, never the result.
+the next step's check finds stale saves nothing. So the list is kept one of two ways:
+*checked*, built with a skin of SKIN_FACTOR thicknesses and checked every step, or
+*rebuilt*, built every step without a skin (reach = thickness: fewer tile pairs to
+settle) and never checked. A checked list that serves fewer than MIN_CHECKED_STEPS
+steps switches to rebuilding (a swinging or folding cloth whose layers slide a skin in
+a few steps); every probe_every-th rebuilt step (PROBE_EVERY, doubled after each probe
+that does not last, up to MAX_PROBE_EVERY) tries a checked list again. The choice
+depends on the positions only, as does the pass (self_contact.py): it changes the
+speed, never the result.
 """
 
 from __future__ import annotations
@@ -57,14 +57,14 @@ SKIN_FACTOR = 1.0
 DRIFT_CELLS = 4.0
 #: room for candidate pairs to start with (doubled when a build needs more)
 START_PAIRS = 1024
-#: after probe_every lists kept one way (PROBE_EVERY, doubled after each probe the
-#: other way loses, up to MAX_PROBE_EVERY), the other way is timed for PROBE_LISTS of
-#: its lists (rebuilt, checked): a rebuilt list lasts one step, a checked one many
+#: a checked list must serve at least this many steps (its build's step and the steps
+#: its checks passed) to pay for its checks: a check costs about a build's time on a
+#: 128 x 128 cloth (0.75 against 1-3 ms); a list that lasts fewer is rebuilt instead
+MIN_CHECKED_STEPS = 4
+#: while rebuilding, a checked list is tried again every probe_every-th step:
+#: PROBE_EVERY, doubled after each probe that does not last, up to MAX_PROBE_EVERY
 PROBE_EVERY = 8
 MAX_PROBE_EVERY = 128
-PROBE_LISTS = (4, 1)
-#: the weight of a new time in the running mean cost per step of each way
-COST_WEIGHT = 0.25
 
 
 @njit(cache=True)
@@ -202,11 +202,9 @@ class NeighbourList:
         self.skin_factor = SKIN_FACTOR  # skin of a checked build, in thicknesses
         self.lived = 0  # updates since the last build
         self.checked = True  # the way the list is kept (module docstring)
-        self.cost = [-1.0, -1.0]  # mean s per step rebuilt, checked (-1: not timed yet)
-        self.spent = 0.0  # s the pass took on the steps of the current list
         self.probe_every = PROBE_EVERY
-        self.until_probe = PROBE_EVERY  # lists of this way left before a probe
-        self.probe_left = 0  # lists of the probe under way left (0: none)
+        self.until_probe = PROBE_EVERY  # rebuilt steps left before a checked list
+        self.probing = False  # the checked list is a probe
         self.n_spheres = prims.n_spheres
         self.largest_half = 0.0  # m, at the last build
         # at least 4 buckets a primitive (a ball overlaps 1 to 8 cells, about 2 in a cloth)
@@ -229,10 +227,6 @@ class NeighbourList:
         self.build(x, thickness)
         return True
 
-    def account(self, seconds: float) -> None:
-        """Add the time (s) of one step's whole pass (SelfCollision.apply)."""
-        self.spent += seconds
-
     def _drifted(self, x: np.ndarray, thickness: float) -> bool:
         """Whether the particles may have left the skin (the two checks, cheap first)."""
         skin = self.skin
@@ -244,30 +238,21 @@ class NeighbourList:
                                self.touched, skin * skin)
 
     def _choose(self) -> None:
-        """The list ran out: log its cost per step and pick the way to keep the next
-        one. Each way's cost is a running mean over its lists (a probe's first list
-        starts it afresh); after probe_every lists of one way the other is probed
-        (PROBE_LISTS lists of it) and the cheaper one kept."""
-        way = int(self.checked)
-        per_step = self.spent / max(self.lived, 1)
-        old = self.cost[way]
-        fresh = old < 0 or self.probe_left == PROBE_LISTS[way]
-        self.cost[way] = per_step if fresh else old + COST_WEIGHT * (per_step - old)
-        if self.probe_left > 0:
-            self.probe_left -= 1
-            if self.probe_left > 0:
-                return
-            if self.cost[way] < self.cost[1 - way]:  # the probed way wins
-                self.probe_every = PROBE_EVERY
-            else:  # back, and probe less often
-                self.checked = not self.checked
-                self.probe_every = min(2 * self.probe_every, MAX_PROBE_EVERY)
-            self.until_probe = self.probe_every
+        """The list ran out: pick the way to keep the next one (module docstring). A
+        checked list that served fewer than MIN_CHECKED_STEPS steps did not pay for its
+        checks: rebuild, and probe a checked list again after probe_every steps."""
+        if not self.checked:
+            self.until_probe -= 1
+            if self.until_probe <= 0:
+                self.checked = self.probing = True
             return
-        self.until_probe -= 1
-        if self.until_probe <= 0 or self.cost[1 - way] < 0:
-            self.checked = not self.checked
-            self.probe_left = PROBE_LISTS[1 - way]
+        if self.lived < MIN_CHECKED_STEPS:
+            self.probe_every = (min(2 * self.probe_every, MAX_PROBE_EVERY) if self.probing
+                                else PROBE_EVERY)
+            self.checked, self.until_probe = False, self.probe_every
+        else:
+            self.probe_every = PROBE_EVERY
+        self.probing = False
 
     def build(self, x: np.ndarray, thickness: float) -> None:
         """Find the candidate pairs of the positions x (n, 3) m now."""
@@ -307,7 +292,6 @@ class NeighbourList:
         self.built_for = thickness
         self.reach = reach
         self.lived = 0
-        self.spent = 0.0
         self.builds += 1
 
     @property

@@ -30,7 +30,6 @@ bunches up at that scale (the benchmark cloth does) is not held apart by them.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -310,12 +309,10 @@ class SelfCollision:
     def apply(self, x: np.ndarray, v: np.ndarray, inv_mass: np.ndarray,
               fixed: np.ndarray) -> int:
         """One post-step pass on positions x (m) and velocities v (m/s), in place."""
-        start = time.perf_counter()
         nl = self.neighbours
         nl.update(x, self.thickness)
         prims = nl.prims.prims
         found = touching_pairs(x, prims, nl.pairs, self.thickness, nl.keys)
         self.touching = resolve_pairs(x, v, inv_mass, fixed, prims, nl.keys, found,
                                       self.thickness, self.friction, ITERATIONS)
-        nl.account(time.perf_counter() - start)  # what the list's way costs (neighbours.py)
         return self.touching
