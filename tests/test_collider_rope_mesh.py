@@ -4,10 +4,14 @@ between its particles through the triangles."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import ropesim as rs
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DT = 1e-3
 RIDGE_X = 0.55  # midway between the rope's particles at 0.5 and 0.6 m
@@ -67,19 +71,52 @@ def test_a_sparse_rope_dropped_on_a_mesh_ridge_thinner_than_its_spacing_hangs_fr
     assert (left < RIDGE_X).all() and (right > RIDGE_X).all()
 
 
-def test_a_cloth_meets_an_open_thin_mesh_with_its_edges_and_a_closed_one_with_particles():
-    for mesh, edges in ((_fin(), 33), (_prism(), 0)):  # 4 x 4: 24 grid edges, 9 diagonals
-        contact_set = rs.Simulation(rs.cloth(4, 4, 0.1), dt=DT, contacts=[mesh])._contact_set
+def test_a_cloth_meets_thin_meshes_open_or_closed_with_its_edges_and_thick_ones_not():
+    """A 4 x 4 cloth, 10 cm spacing (24 grid edges, 9 diagonals): the 4 mm fin and the
+    2 cm prism fit between its rows, so its edges meet them; a closed box 20 cm thick
+    (as a mesh) meets its particles only. The shipped torus knot (a 9 cm tube) is thin
+    for that cloth, not for the mesh-drape scene's (3 cm spacing)."""
+    import trimesh
+
+    block = trimesh.creation.box(extents=(0.2, 0.3, 0.3))
+    knot = rs.Mesh.from_file(ROOT / "resources" / "meshes" / "torus-knot.obj",
+                             center=(0.0, -1.0, 0.0))  # away from the cloth
+    for mesh, spacing, edges in ((_fin(), 0.1, 33), (_prism(), 0.1, 33),
+                                 (rs.Mesh(block.vertices, block.faces), 0.1, 0),
+                                 (knot, 0.1, 33), (knot, 0.03, 0)):
+        contact_set = rs.Simulation(rs.cloth(4, 4, spacing), dt=DT,
+                                    contacts=[mesh])._contact_set
         assert len(contact_set.segments) == 0  # no rope segments
         assert len(contact_set.sheet_segments) == edges
 
 
-def test_a_cloth_hangs_on_the_edge_of_a_fin_between_two_of_its_rows():
+def test_a_closed_meshs_thinnest_width_is_its_smallest_inscribed_ball():
+    """Mesh.thinnest: a ball touching a triangle at its centroid from inside, as large
+    as fits: 2/3 of a box's thinnest side (a centroid is a third of the way to the
+    corners), near a sphere's diameter, 0 for an open sheet; kept across a move."""
+    import dataclasses
+
+    import trimesh
+
+    box = trimesh.creation.box(extents=(0.1, 0.2, 0.3))
+    assert rs.Mesh(box.vertices, box.faces).thinnest == pytest.approx(0.2 / 3, rel=1e-6)
+    ball = trimesh.creation.icosphere(subdivisions=3, radius=0.5)
+    assert 0.8 < rs.Mesh(ball.vertices, ball.faces).thinnest <= 1.0  # facets: below 1
+    assert _fin().thinnest == 0.0
+    prism = _prism()
+    moved = dataclasses.replace(prism, center=(0.3, 0.0, 0.0))
+    assert moved.thinnest == prism.thinnest > 0.0
+    assert prism._checked[3] is moved._checked[3]  # worked out once
+
+
+@pytest.mark.parametrize("make", [_fin, _prism], ids=["open-fin", "closed-prism"])
+def test_a_cloth_hangs_on_the_edge_of_a_fin_between_two_of_its_rows(make):
     """A 20 x 20 cloth (5 cm spacing) dropped flat onto the top edge of a 4 mm open sheet
-    that lies midway between two of its rows: its particles alone let it through (it
-    fell to the floor); its edges meet the sheet, so it hangs on it, no edge through."""
+    or of a closed prism (2 cm at its base, a sharp ridge on top) that lies midway
+    between two of its rows: its particles alone let it through (it fell to the floor);
+    its edges meet the mesh, so it hangs on it, no edge through."""
     cloth = rs.cloth(20, 20, 0.05, plane="xz", pins="none", origin=(RIDGE_X, TOP + 0.1, 0.0))
-    fin = _fin()
+    fin = make()
     sim = rs.Simulation(cloth, dt=1.0 / 600.0, contacts=[fin, rs.Ground(0.0)], drag=0.3)
     x0 = sim.positions[:, 0]
     assert np.abs(x0 - RIDGE_X).min() > 0.02  # the fin's plane lies between two rows

@@ -350,11 +350,14 @@ THIN_WIDTH = 1.25
 
 
 def fits_between(collider: Collider, margin: float, spacing: float) -> bool:
-    """Whether a Box's thinnest side, a Capsule's diameter or an open Mesh's thickness
-    (a two-sided sheet), each grown by ``margin`` (m) on both sides, is narrower than
+    """Whether a Box's thinnest side, a Capsule's diameter, an open Mesh's thickness (a
+    two-sided sheet) or a closed Mesh's thinnest local width (Mesh.thinnest: a blade, a
+    ridge, a limb), each grown by ``margin`` (m) on both sides, is narrower than
     THIN_WIDTH x ``spacing`` (m; a cloth's median edge, 0 for a system without
     triangles): a rod, a plank or a fin that a cloth's particles alone would let
-    through. Closed meshes are not (their ridges meet the particles only)."""
+    through."""
+    if spacing <= 0.0:
+        return False
     if isinstance(collider, Capsule):
         width = 2.0 * (collider.radius + margin)
     elif isinstance(collider, Box):
@@ -362,7 +365,7 @@ def fits_between(collider: Collider, margin: float, spacing: float) -> bool:
     elif not collider.closed:
         width = collider.thickness + 2.0 * margin
     else:
-        return False
+        width = collider.thinnest + 2.0 * margin
     return width < THIN_WIDTH * spacing
 
 

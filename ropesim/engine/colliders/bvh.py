@@ -407,3 +407,44 @@ def distance_grid(boxes: np.ndarray, links: np.ndarray, triangles: np.ndarray, c
     _fill_distances(lo, cell, dims, closed, boxes, links, triangles,
                     np.zeros(STACK_SIZE, np.int64), out)
     return np.concatenate([lo, [cell], dims, [0.0]]), out
+
+
+#: bisection steps of inscribed_widths (a width to 2^-30 of the mesh's size)
+WIDTH_STEPS = 30
+
+
+@njit(cache=True)
+def _inscribed_widths(boxes, links, triangles, stack, out):
+    """out[k] = twice the radius (m) of the largest ball inside a closed mesh that
+    touches triangle k at its centroid (the centre goes in along the face normal until
+    another part of the surface comes closer than the radius): the mesh's local width
+    there, across a blade, a ridge or a limb."""
+    root = boxes[0]
+    size = np.sqrt((root[3] - root[0]) ** 2 + (root[4] - root[1]) ** 2
+                   + (root[5] - root[2]) ** 2)
+    for k in range(triangles.shape[0]):
+        t = triangles[k]
+        cx = (t[0] + t[3] + t[6]) / 3.0
+        cy = (t[1] + t[4] + t[7]) / 3.0
+        cz = (t[2] + t[5] + t[8]) / 3.0
+        nx, ny, nz = t[FACE], t[FACE + 1], t[FACE + 2]
+        lo, hi = 0.0, size
+        for _ in range(WIDTH_STEPS):
+            r = 0.5 * (lo + hi)
+            d2 = closest_point(cx - r * nx, cy - r * ny, cz - r * nz, r * r, boxes, links,
+                               triangles, stack)[0]
+            if d2 >= r * r * (1.0 - 1e-6):  # only the centroid's own face is that near
+                lo = r
+            else:
+                hi = r
+        out[k] = 2.0 * lo
+
+
+def inscribed_widths(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """(t,) local widths (m) of a closed mesh wound outward (vertices m, (t, 3)
+    indices), one per triangle in the tree's order (build_bvh reorders them): see
+    _inscribed_widths."""
+    boxes, links, rows = build_bvh(vertices, triangles)
+    out = np.zeros(len(rows))
+    _inscribed_widths(boxes, links, rows, np.zeros(STACK_SIZE, np.int64), out)
+    return out

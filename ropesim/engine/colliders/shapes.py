@@ -283,14 +283,16 @@ class Mesh(_Surface):
     #: where the mesh was read from (Mesh.from_file), for messages and scene files
     source: str | None = None
     closed: bool = field(init=False)
-    #: (vertices, triangles, closed) as checked; a copy made with dataclasses.replace (a
-    #: move) hands it on, so the same arrays are not checked and oriented again
+    #: (vertices, triangles, closed, derived) as checked; a copy made with
+    #: dataclasses.replace (a move) hands it on, so the same arrays are not checked and
+    #: oriented again, nor ``derived`` (thinnest) worked out again
     _checked: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         checked = self._checked
         if checked is None or checked[0] is not self.vertices or checked[1] is not self.triangles:
-            checked = _checked_geometry(self.vertices, self.triangles, self.source)
+            # the checked arrays, and what is derived from them once (thinnest)
+            checked = (*_checked_geometry(self.vertices, self.triangles, self.source), {})
         object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "vertices", checked[0])
         object.__setattr__(self, "triangles", checked[1])
@@ -314,6 +316,22 @@ class Mesh(_Surface):
     def matrix(self) -> np.ndarray:
         """The rotation matrix of ``rotation``."""
         return rotation_matrix(self.rotation)
+
+    @property
+    def thinnest(self) -> float:
+        """A closed mesh's smallest local width (m): the smallest ball diameter that
+        fits inside touching a triangle at its centroid (bvh.inscribed_widths; a box's
+        comes out at 2/3 of its thinnest side, since a centroid lies a third of the way
+        to the corners), worked out once per geometry and kept across moves; 0 for an
+        open mesh (a sheet, as wide as its thickness)."""
+        if not self.closed:
+            return 0.0
+        derived = self._checked[3]
+        if "thinnest" not in derived:
+            from .bvh import inscribed_widths
+
+            derived["thinnest"] = float(inscribed_widths(self.vertices, self.triangles).min())
+        return derived["thinnest"]
 
     def __repr__(self) -> str:
         kind = "closed" if self.closed else "open"
