@@ -98,9 +98,29 @@ def test_close_calls_keep_the_short_interval_clear_wins_double_it(clock):
     assert close.interval == close.base_interval
     clock[0] = 0.0
     clear = parallel.Chooser()
-    drive(clear, clock, lambda call, use, prev: 0.4e-3 if use else 1.0e-3, 20_000)
-    assert clear.interval == clear.max_interval
+    drive(clear, clock, lambda call, use, prev: 0.4e-3 if use else 1.0e-3, 150_000)
+    assert clear.interval == clear.max_interval == parallel.MAX_INTERVAL
     assert clear.windows < close.windows
+
+
+def test_a_clear_pick_that_slows_down_is_timed_again_at_once(clock):
+    """Parallel wins clearly (0.4 against 1 ms) until the windows come every 16 s; then
+    parallel calls take 10 ms (another process took a core): the next call of it opens a
+    window, which picks serial within a few calls, not 16 s later."""
+    chooser = parallel.Chooser()
+    slow_from = [None]
+
+    def cost(call, use, previous):
+        if slow_from[0] is not None and call >= slow_from[0]:
+            return 10e-3 if use else 1.0e-3
+        return 0.4e-3 if use else 1.0e-3
+
+    drive(chooser, clock, cost, 150_000)
+    assert chooser.best == 1 and chooser.interval == parallel.MAX_INTERVAL
+    slow_from[0] = 0
+    picks = drive(chooser, clock, cost, 40)
+    assert chooser.best == 0
+    assert sum(picks) <= 6  # parallel calls before serial took over (a turn each way)
 
 
 def test_serial_faster_costs_little(clock):

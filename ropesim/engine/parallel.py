@@ -48,6 +48,13 @@ CLEAR_MARGIN = 1.2
 #: of the other's time in the window (on a busy machine a parallel call can take 10-100x
 #: the serial one: re-timing it for a whole window would cost seconds)
 HOPELESS = 4.0
+#: the longest wait (s) between windows once windows keep confirming a pick clearly (a
+#: Chooser's default max_interval). Between windows, a call of the pick that takes more
+#: than HOPELESS x its time in the last window opens a window at once (load came up), so
+#: a clear pick need not be re-timed every few seconds: on the 128 x 128 cloth VBD's
+#: serial kernel takes twice the parallel one, and its re-timing every 2 s cost about a
+#: sixth of the steps' time
+MAX_INTERVAL = 16.0
 
 _mode = os.environ.get("ROPESIM_PARALLEL", "auto").strip().lower() or "auto"
 if _mode not in MODES:
@@ -138,7 +145,8 @@ class Chooser:
     A window ends early when one call of a version takes more than HOPELESS x the other's
     time in the window. The next window opens ``interval`` seconds later; the interval
     doubles, up to ``max_interval``, each time a window confirms the choice by a clear margin
-    (CLEAR_MARGIN), and starts over after a close call. A pick the last window made
+    (CLEAR_MARGIN), and starts over after a close call; between windows, a call of the
+    pick slower than HOPELESS x its time in the last window opens the next one at once. A pick the last window made
     (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
     window on a busy machine then costs a few calls, not seconds of the slower version.
     Usage::
@@ -147,7 +155,8 @@ class Chooser:
         start = time.perf_counter(); run(parallel); chooser.record(parallel, start)
     """
 
-    def __init__(self, probe: int = 5, interval: float = 0.25, max_interval: float = 2.0,
+    def __init__(self, probe: int = 5, interval: float = 0.25,
+                 max_interval: float = MAX_INTERVAL,
                  statistic: str = "median", interleave: int = 2, recheck: float = 0.03):
         if statistic not in ("median", "mean"):
             raise ValueError(f"statistic: allowed median, mean, got {statistic!r}")
@@ -176,6 +185,7 @@ class Chooser:
         self._turn_left = self.turn_length
         self._last = -1  # the version of the last call, -1: none yet
         self._next_probe = 0.0
+        self._slow = float("inf")  # s: a call of the pick slower than this opens a window
 
     def parallel(self) -> bool:
         """Should the next call run the parallel version?"""
@@ -202,6 +212,8 @@ class Chooser:
         which = int(parallel)
         self.calls[which] += 1
         if not self._window:
+            if which == self.best and time.perf_counter() - start > self._slow * work:
+                self._next_probe = 0.0  # the pick slowed down: time both again now
             return
         now = time.perf_counter()
         switched = which != self._last
@@ -237,6 +249,8 @@ class Chooser:
         confirmed = self.windows > 0 and best == self.best
         self.windows += 1
         self._window = False
+        picked = self.samples[best]
+        self._slow = HOPELESS * self._summary(picked) if picked else float("inf")
         if best != self.best:
             self.switches += 1
             self.best = best
