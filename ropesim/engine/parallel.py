@@ -49,11 +49,12 @@ CLEAR_MARGIN = 1.2
 #: the serial one: re-timing it for a whole window would cost seconds)
 HOPELESS = 4.0
 #: the longest wait (s) between windows once windows keep confirming a pick clearly (a
-#: Chooser's default max_interval). Between windows, a call of the pick that takes more
-#: than HOPELESS x its time in the last window opens a window at once (load came up), so
-#: a clear pick need not be re-timed every few seconds: on the 128 x 128 cloth VBD's
-#: serial kernel takes twice the parallel one, and its re-timing every 2 s cost about a
-#: sixth of the steps' time
+#: Chooser's default max_interval). Between windows, a call of a parallel pick that takes
+#: more than HOPELESS x its time in the last window opens a window at once (load came
+#: up: parallel calls then slow down 4-100x, serial ones at most about 2x, and a busy
+#: machine's serial calls vary too much to trigger on), so a clear pick need not be
+#: re-timed every few seconds: on the 128 x 128 cloth VBD's serial kernel takes twice
+#: the parallel one, and its re-timing every 2 s cost about a sixth of the steps' time
 MAX_INTERVAL = 16.0
 
 _mode = os.environ.get("ROPESIM_PARALLEL", "auto").strip().lower() or "auto"
@@ -145,8 +146,9 @@ class Chooser:
     A window ends early when one call of a version takes more than HOPELESS x the other's
     time in the window. The next window opens ``interval`` seconds later; the interval
     doubles, up to ``max_interval``, each time a window confirms the choice by a clear margin
-    (CLEAR_MARGIN), and starts over after a close call; between windows, a call of the
-    pick slower than HOPELESS x its time in the last window opens the next one at once. A pick the last window made
+    (CLEAR_MARGIN), and starts over after a close call; between windows, a call of a
+    parallel pick slower than HOPELESS x its time in the last window opens the next one
+    at once. A pick the last window made
     (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
     window on a busy machine then costs a few calls, not seconds of the slower version.
     Usage::
@@ -212,8 +214,8 @@ class Chooser:
         which = int(parallel)
         self.calls[which] += 1
         if not self._window:
-            if which == self.best and time.perf_counter() - start > self._slow * work:
-                self._next_probe = 0.0  # the pick slowed down: time both again now
+            if which == self.best == 1 and time.perf_counter() - start > self._slow * work:
+                self._next_probe = 0.0  # the parallel pick slowed down: time both again
             return
         now = time.perf_counter()
         switched = which != self._last
