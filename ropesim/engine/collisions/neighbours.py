@@ -107,7 +107,6 @@ def _fill_cells(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
     whether the cells outgrew the table (then the filling stopped)."""
     inv = 1.0 / cell_size
     used = 0
-    last_i = last_j = last_k = last_h = np.int64(-1)  # the cell looked up last, its bucket
     for p in range(prims.shape[0]):
         a = prims[p, 0]
         if a == prims[p, 2]:  # a sphere: its particle (a cloth's primitives, the fast way)
@@ -125,21 +124,17 @@ def _fill_cells(x, x_build, prims, thickness, cell_size, mask, box_min, box_max,
         for i in range(lo_i, hi_i + 1):
             for j in range(lo_j, hi_j + 1):
                 for k in range(lo_k, hi_k + 1):
-                    if i == last_i and j == last_j and k == last_k and last_h >= 0:
-                        h = last_h  # neighbours in the list share cells: no hash, no probe
-                    else:
-                        h = cell_hash(i, j, k, mask)
-                        while box_max[h, 0] >= box_min[h, 0] and not (
-                                cell_key[h, 0] == i and cell_key[h, 1] == j
-                                and cell_key[h, 2] == k):
-                            h = (h + 1) & mask  # another cell's bucket: probe on
-                        if box_max[h, 0] < box_min[h, 0]:  # a new cell
-                            if 4 * used >= 3 * (mask + 1) or used == touched.shape[0]:
-                                return used, True  # the table is 3/4 full
-                            touched[used] = h
-                            used += 1
-                            cell_key[h, 0], cell_key[h, 1], cell_key[h, 2] = i, j, k
-                        last_i, last_j, last_k, last_h = i, j, k, h
+                    h = cell_hash(i, j, k, mask)
+                    while box_max[h, 0] >= box_min[h, 0] and not (
+                            cell_key[h, 0] == i and cell_key[h, 1] == j
+                            and cell_key[h, 2] == k):
+                        h = (h + 1) & mask  # another cell's bucket: probe on
+                    if box_max[h, 0] < box_min[h, 0]:  # a new cell
+                        if 4 * used >= 3 * (mask + 1):
+                            return used, True  # the table is 3/4 full
+                        touched[used] = h
+                        used += 1
+                        cell_key[h, 0], cell_key[h, 1], cell_key[h, 2] = i, j, k
                     for corner in range(3):
                         c = prims[p, corner]
                         if corner > 0 and c == prims[p, corner - 1]:
@@ -157,8 +152,8 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
     """Whether two primitives that may now be within ``thickness`` (m) of each other can
     have moved more than sqrt(limit_sq) (m) relative to each other since the build.
 
-    Each primitive's bounding ball (bounding_ball, + thickness / 2) is put into every
-    cell of side ``cell_size`` it overlaps, and each cell keeps the bounding box of the
+    Each primitive's bounding ball (a sphere's particle, bounding_ball for the others;
+    + thickness / 2) is put into every cell of side ``cell_size`` it overlaps, and each cell keeps the bounding box of the
     displacements of the particles put into it. Two primitives within thickness have
     overlapping balls, so they share a cell, and the relative displacement of any two of
     their points is at most that cell's box diagonal. A cell owns one bucket of the
@@ -212,8 +207,7 @@ class NeighbourList:
         self.box_min = np.full((self.drift_mask + 1, 3), np.inf)
         self.box_max = np.full((self.drift_mask + 1, 3), -np.inf)
         self.cell_key = np.zeros((self.drift_mask + 1, 3), np.int64)  # a bucket's cell
-        # a primitive's ball overlaps at most 8 cells (the cells are wider than the balls)
-        self.touched = np.zeros(8 * n_prims, np.int64)
+        self.touched = np.zeros(self.drift_mask + 1, np.int64)  # the filled buckets
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
