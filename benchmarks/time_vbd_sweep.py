@@ -2,8 +2,8 @@
 the fixed cost of a step (start, end) and the cost of one sweep, from steps with 1
 and with 11 sweeps (sweep = (t11 - t1) / 10, fixed = t1 - sweep), per spring term
 (a sweep visits every particle's 12 spring ends), and the spring-term loop alone
-(kernels/grid_vbd.py ``add_spring_run`` on one colour's run of a 128-column row, 26
-terms, the same 9 x RUN accumulators every call: the arithmetic without the sweep's
+(kernels/grid_vbd.py ``add_spring_run`` on a run of RUN entries of one colour, the
+same 9 x RUN accumulators every call: the arithmetic without the sweep's
 memory traffic). Serial kernels by default (``--mode``), best of ``--reps`` timings
 of ``--steps`` steps. Standalone: ``python benchmarks/time_vbd_sweep.py``.
 """
@@ -31,8 +31,6 @@ from workload import cloth_system  # noqa: E402
 
 #: spring ends a cloth particle has away from the borders (structural, shear, bend)
 ENDS_PER_PARTICLE = 12
-#: terms of one run in the term-loop timing: one colour's particles of a 128-column row
-RUN_TERMS = 26
 
 
 def step_time(sim, sweeps: int, steps: int, reps: int) -> float:
@@ -53,19 +51,19 @@ def step_time(sim, sweeps: int, steps: int, reps: int) -> float:
 def _term_loop(soa, params, acc, calls, terms):
     for _ in range(calls):
         for b in range(params.shape[0]):
-            add_spring_run(soa, params, params, params, b, acc, 0, RUN + b, 0, 0, terms)
+            add_spring_run(soa, params, params, params, b, acc, 0, RUN + b, 0, terms)
 
 
 def term_loop_ns(calls: int = 20_000) -> float:
-    """ns per spring term of add_spring_run alone (RUN_TERMS-term runs, data in L1)."""
+    """ns per spring term of add_spring_run alone (RUN-term runs, data in L1)."""
     rng = np.random.default_rng(0)
     soa = rng.random((15, 4 * RUN))
     params = np.full((6, 4 * RUN), 0.01)
     acc = np.zeros(9 * RUN)
-    _term_loop(soa, params, acc, 1, RUN_TERMS)  # compile or load
+    _term_loop(soa, params, acc, 1, RUN)  # compile or load
     start = time.perf_counter()
-    _term_loop(soa, params, acc, calls, RUN_TERMS)
-    return (time.perf_counter() - start) / (calls * params.shape[0] * RUN_TERMS) * 1e9
+    _term_loop(soa, params, acc, calls, RUN)
+    return (time.perf_counter() - start) / (calls * params.shape[0] * RUN) * 1e9
 
 
 def main(argv=None) -> None:
@@ -87,7 +85,7 @@ def main(argv=None) -> None:
         print(f"| {n} | {fixed * 1e3:.2f} | {sweep * 1e3:.3f} | "
               f"{sweep / (n * n * ENDS_PER_PARTICLE) * 1e9:.1f} | "
               f"{1.0 / (fixed + 10.0 * sweep):.1f} |")
-    print(f"\nThe term loop alone ({RUN_TERMS}-term runs, data in L1): "
+    print(f"\nThe term loop alone ({RUN}-term runs, data in L1): "
           f"{term_loop_ns():.1f} ns a term.")
 
 

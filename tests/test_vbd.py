@@ -168,80 +168,66 @@ def test_grid_colouring_separates_the_ends_of_every_spring():
     assert sorted(order) == list(range(cloth.n_particles))
 
 
-def test_grid_interior_particles_have_every_spring_of_every_block():
-    """grid_interior's box (where the grid sweeps take two particles at a time without
-    checking that a spring exists) holds exactly the particles that have both springs
-    of every block: 12 on the cloth (structural, shear and bend, each way)."""
-    from ropesim.engine.kernels.grid import grid_layout
-    from ropesim.engine.kernels.grid_vbd import grid_interior
-
-    cloth = rs.cloth(13, 11, 0.05)
-    layout = grid_layout(cloth.springs[:, 0], cloth.springs[:, 1], cloth.n_particles)
-    r_lo, r_hi, c_lo, c_hi = grid_interior(layout.rows, layout.cols, layout.blocks)
-    degree = np.bincount(cloth.springs.ravel(), minlength=cloth.n_particles)
-    full = (degree == 2 * layout.blocks.shape[0]).reshape(layout.rows, layout.cols)
-    box = np.zeros_like(full)
-    box[r_lo:r_hi, c_lo:c_hi] = True
-    assert layout.blocks.shape[0] == 6 and np.array_equal(full, box) and box.sum() > 20
-
-
 def test_sweep_layout_finds_the_other_end_of_every_spring():
-    """The grid sweeps' layout (columns of a row ordered by residue mod p) and its
-    neighbour table: for every spring of the cloth, the entry that residue_offsets and
-    neighbour_table give for its other end, seen from either end, is where that particle
-    is in the layout, and the table's column ranges are exactly where each spring
-    exists, on a grid whose width is no multiple of p."""
+    """The grid sweeps' layout (kernels/grid_vbd.py sweep_layout: each colour's particles
+    row after row, with padding) and its neighbour offsets: the particles get distinct
+    entries inside their colour's rows; for every particle, block and direction, the
+    entry plus the offset is the other end of that spring where the spring exists, and
+    where it does not, the coefficients the sweep reads there are zero (it adds
+    nothing), on a grid whose width is no multiple of p."""
     from ropesim.engine.kernels.grid import grid_layout
-    from ropesim.engine.kernels.grid_vbd import (grid_colour_pattern, neighbour_table,
-                                                 residue_offsets)
+    from ropesim.engine.kernels.grid_vbd import (grid_colour_pattern, grid_soa_springs,
+                                                 layout_entry, row_start, sweep_layout)
 
     cloth = rs.cloth(13, 11, 0.05)
     layout = grid_layout(cloth.springs[:, 0], cloth.springs[:, 1], cloth.n_particles)
-    _, p = grid_colour_pattern(layout)
-    cols = layout.cols
-    off, near = residue_offsets(cols, p), neighbour_table(layout.blocks, p)
-    assert cols % p and off[-1] == cols
-
-    def entry(r, c):
-        return r * cols + off[c % p] + c // p
-
+    a, p = grid_colour_pattern(layout)
+    rows, cols = layout.rows, layout.cols
+    width, base, near = sweep_layout(rows, cols, layout.blocks, (a, p))
+    assert cols % p
+    entries = {}
+    for r in range(rows):
+        for c in range(cols):
+            q = (a * r + c) % p
+            e = layout_entry(base, width, a, p, r, c)
+            assert row_start(base, width, a, p, q, r) <= e < row_start(base, width, a, p, q,
+                                                                        r + 1)
+            entries[r, c] = e
+    assert len(set(entries.values())) == cloth.n_particles
+    n_blocks, slots = len(layout.blocks), int(base[-1])
+    labels = np.zeros((n_blocks, slots))  # spring index + 1 at its first end's entry
+    grid_soa_springs(np.arange(cloth.n_springs, dtype=float), np.arange(cloth.n_springs)
+                     + 1.0, np.zeros(cloth.n_springs), 60.0, rows, cols, layout.blocks, a,
+                     p, base, width, np.zeros_like(labels), labels, np.zeros_like(labels))
+    springs = {tuple(sorted(ends)): s for s, ends in enumerate(cloth.springs.tolist())}
     checked = 0
-    for b, (dr, dc, first, c0, c1) in enumerate(layout.blocks):
-        for s in range(first, first + (layout.rows - dr) * (c1 - c0)):
-            i, j = sorted(cloth.springs[s], key=lambda n: divmod(n, cols))
-            (ri, ci), (rj, cj) = divmod(i, cols), divmod(j, cols)
-            assert (rj - ri, cj - ci) == (dr, dc)
-            m_to, shift_to, lo, hi = near[b, ci % p, 1]
-            assert rj * cols + off[m_to] + ci // p + shift_to == entry(rj, cj)
-            assert lo <= ci // p < hi  # the spring exists from its first end
-            m_from, shift_from, lo, hi = near[b, cj % p, 0]
-            assert ri * cols + off[m_from] + cj // p + shift_from == entry(ri, ci)
-            assert lo <= cj // p < hi
-            checked += 1
-    assert checked == cloth.n_springs
-    for b, (dr, dc, first, c0, c1) in enumerate(layout.blocks):  # and nowhere else
-        for m in range(p):
-            for end, (lo_c, hi_c) in enumerate(((c0 + dc, c1 + dc), (c0, c1))):
-                lo, hi = near[b, m, end, 2:]
-                ts = [t for t in range(-2, cols) if lo_c <= m + p * t < hi_c]
-                assert [t for t in ts if t >= 0] == list(range(lo, hi))
-    entries = sorted(entry(r, c) for r in range(layout.rows) for c in range(cols))
-    assert entries == list(range(cloth.n_particles))  # a permutation
+    for (r, c), e in entries.items():
+        q = (a * r + c) % p
+        for b, (dr, dc) in enumerate(layout.blocks[:, :2].tolist()):
+            for end, sign in ((0, -1), (1, 1)):
+                other = (r + sign * dr, c + sign * dc)
+                at = e + near[b, q, end]
+                label = labels[b, at if end == 0 else e]
+                if other in entries:
+                    key = tuple(sorted((r * cols + c, other[0] * cols + other[1])))
+                    assert at == entries[other] and label == springs[key] + 1
+                    checked += 1
+                else:
+                    assert 0 <= at < slots and label == 0.0
+    assert checked == 2 * cloth.n_springs
 
 
 def test_vectorised_grid_sweeps_equal_the_spring_list_kernel_bit_for_bit():
-    """A grid at least VECTOR_MIN_COLS wide runs the vectorised sweeps (kernels/grid_vbd.py,
-    narrower ones the scalar pair sweeps): with dampers, wind, interior and corner pins
-    and Chebyshev, the same bits as the spring-list sweeps, and the pins kept."""
-    from ropesim.engine.kernels.grid_vbd_pairs import VECTOR_MIN_COLS
-
-    cols = VECTOR_MIN_COLS + 3  # no multiple of the 5 colours
+    """The vectorised grid sweeps (kernels/grid_vbd.py) with dampers, wind, interior and
+    corner pins and Chebyshev: the same bits as the spring-list sweeps, and the pins
+    kept."""
+    cols = 67  # no multiple of the 5 colours
     pins = [0, cols - 1, 2 * cols + 7, 3 * cols + cols // 2]
     cloth = rs.cloth(cols, 6, 0.05, mass=0.01, stiffness=800.0, damping=0.05, pins=pins)
     runs = []
     for grid_kernels in (True, False):
         sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
-        assert sim.integrator_object._grid_runs == grid_kernels
+        assert (sim.integrator_object._grid is not None) == grid_kernels
         sim.integrator_object.chebyshev_rho = 0.5
         sim.add_force(rs.Wind((3.0, 0.0, 1.0)))
         sim.step(8)
@@ -253,8 +239,9 @@ def test_vectorised_grid_sweeps_equal_the_spring_list_kernel_bit_for_bit():
 
 
 def test_grid_kernel_equals_the_spring_list_kernel_with_interior_pins():
-    """Pinned particles inside the grid (where the grid sweeps pair particles up) keep
-    their place, and the grid and spring-list sweeps still give the same bits."""
+    """Pinned particles inside a small grid (13 x 11: a colour's rows a few entries
+    long, with padding between them) keep their place, and the grid and spring-list
+    sweeps still give the same bits."""
     cloth = rs.cloth(13, 11, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
                      pins=[0, 12, 5 * 13 + 4, 6 * 13 + 6, 7 * 13 + 9])
     runs = []
@@ -274,14 +261,12 @@ def test_grid_sweeps_follow_spring_edits_and_a_new_dt_bit_for_bit():
     """The vectorised grid sweeps keep the springs' rest lengths, k and c/h between steps
     (kernels/grid_vbd.py): after edits of k, c and rest lengths and a new dt they still
     give the spring-list sweeps' bits, and the edits change the motion."""
-    from ropesim.engine.kernels.grid_vbd_pairs import VECTOR_MIN_COLS
-
-    cloth = rs.cloth(VECTOR_MIN_COLS, 4, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
+    cloth = rs.cloth(64, 4, 0.05, mass=0.01, stiffness=800.0, damping=0.05,
                      pins="top-corners")
     runs = []
     for grid_kernels, edit in ((True, True), (False, True), (True, False)):
         sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
-        assert sim.integrator_object._grid_runs == grid_kernels
+        assert (sim.integrator_object._grid is not None) == grid_kernels
         sim.step(3)
         if edit:
             sim.set_stiffness(sim.stiffness * 3.0)
@@ -369,9 +354,8 @@ def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
     three colour updates, rows growing around the seams): the vectorised grid sweeps,
     serial and parallel, give the spring-list sweeps' bits."""
     from ropesim.engine import parallel
-    from ropesim.engine.kernels.grid_vbd_pairs import VECTOR_MIN_COLS
 
-    cloth = rs.cloth(VECTOR_MIN_COLS, 24, 0.02, mass=0.01, stiffness=800.0, damping=0.05,
+    cloth = rs.cloth(64, 24, 0.02, mass=0.01, stiffness=800.0, damping=0.05,
                      pins="top-corners")
     runs = []
     for grid_kernels, mode in ((False, "serial"), (True, "serial"), (True, "parallel")):

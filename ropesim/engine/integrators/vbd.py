@@ -65,7 +65,6 @@ from ..kernels.grid_vbd import (add_spring, band_schedule, chebyshev_accelerate,
                                 grid_colour_pattern, grid_scratch, grid_vertex_colouring,
                                 inertia_block, newton_move, summed, vbd_grid_step,
                                 vbd_grid_step_parallel)
-from ..kernels.grid_vbd_pairs import VECTOR_MIN_COLS, vbd_pair_sweeps, vbd_pair_sweeps_parallel
 from ..kernels.particles import hold, speed_result, track_speed
 from ..kernels.vbd_guess import particle_guess
 from ..kernels.vertex_colouring import vertex_adjacency, vertex_colouring
@@ -254,23 +253,20 @@ class VBD(Integrator):
         model = self.model
         n = model.n_particles
         self._adjacency = vertex_adjacency(model.spring_a, model.spring_b, n)
-        # a grid: the grid kernels and their (r + a c) mod p colours, which the
+        # a grid: the grid kernels and their (a r + c) mod p colours, which the
         # spring-list kernels also use on a grid with grid_kernels=False (same bits)
         grid = model.grid()
         layout = grid if grid is not None or not model.n_springs else grid_layout(
             model.spring_a, model.spring_b, n, model.grid_shape)
         self._pattern = None if layout is None else grid_colour_pattern(layout)
         self._grid = grid if self._pattern is not None else None
-        # wide grids: the vectorised sweeps (their layout and work arrays); narrow ones:
-        # the scalar pair sweeps (kernels/grid_vbd_pairs.py)
-        self._grid_runs = self._grid is not None and self._grid.cols >= VECTOR_MIN_COLS
         self._springs_dt: float | None = None  # the dt the grid layout's coefficients are for
         self._stiffness: np.ndarray | None = None  # stiffness_sums, until a k edit
         self._schedule_key: tuple | None = None  # what self._schedules were built for
-        if self._grid_runs:
+        if self._grid is not None:  # the grid sweeps' layout and work arrays
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
-                                              self._pattern[1], model.dtype,
+                                              self._pattern, MIN_BAND_TASKS, model.dtype,
                                               p.rest_lengths.dtype, p.stiffness.dtype)
         if self._pattern is not None:
             self._order, self._colour_starts = grid_vertex_colouring(layout, self._pattern)
@@ -297,6 +293,10 @@ class VBD(Integrator):
                                                   self._pattern[1], key[0], key[1])
                                     for tasks in (1, key[2]))
             self._schedule_key = key
+            scratch = self._grid_scratch
+            if scratch[10].shape[0] < key[2]:  # accumulators for each parallel task
+                self._grid_scratch = scratch[:10] + (np.zeros((key[2], scratch[10].shape[1])),
+                                                     ) + scratch[11:]
         return self._schedules
 
     @property
@@ -333,7 +333,7 @@ class VBD(Integrator):
             stiffness_sums(self._adjacency[0], self._adjacency[1], p.stiffness,
                            self._stiffness)
         gravity, damp = model.gravity(), model.damp_factor(dt)
-        if self._grid_runs:  # the whole step in one call (kernels/grid_vbd.py)
+        if self._grid is not None:  # the whole step in one call (kernels/grid_vbd.py)
             force_sq, scale, speed = self._passes.run(
                 vbd_grid_step, vbd_grid_step_parallel, state.x, state.v, self._v_start,
                 p.inv_mass, p.fixed, p.rest_lengths, p.stiffness, p.damping,
@@ -346,18 +346,11 @@ class VBD(Integrator):
             scale = vbd_begin(state.x, state.v, self._x_t, self._y, self._v_start,
                               p.inv_mass, p.fixed, gravity, external, has_external, dt,
                               self._mode, have_history, self._stiffness, self._iterations)
-            if self._grid is not None:
-                force_sq = self._passes.run(
-                    vbd_pair_sweeps, vbd_pair_sweeps_parallel, state.x, self._x_t, self._y,
-                    self._x_1, self._x_2, p.inv_mass, p.fixed, p.rest_lengths, p.stiffness,
-                    p.damping, dt, self._grid.cols, self._grid.blocks, *self._pattern,
-                    self._iterations, self._rho, self._force_sq)
-            else:
-                force_sq = self._passes.run(
-                    vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
-                    self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
-                    p.stiffness, p.damping, dt, self._order, self._colour_starts,
-                    self._iterations, self._rho, self._force_sq)
+            force_sq = self._passes.run(
+                vbd_sweeps, vbd_sweeps_parallel, state.x, self._x_t, self._y, self._x_1,
+                self._x_2, p.inv_mass, p.fixed, *self._adjacency, p.rest_lengths,
+                p.stiffness, p.damping, dt, self._order, self._colour_starts,
+                self._iterations, self._rho, self._force_sq)
             speed = vbd_end(state.x, state.v, self._x_t, p.fixed, dt, damp)
         stats = self.stats
         stats.iterations = self._iterations

@@ -4,27 +4,30 @@ colouring, and the grid path's whole step (start, every colour of every sweep, e
 one numba call, no index arrays: a particle's springs are found from the grid blocks).
 
 Vertex colouring of a grid (kernels.grid.GridLayout): particle (r, c) gets colour
-(r + a c) mod p, with the smallest p (and a) such that no block offset (dr, dc) has
-dr + a dc = 0 mod p: then the two ends of every spring differ in colour. The cloth's
+(a r + c) mod p, with the smallest p (and a) such that no block offset (dr, dc) has
+a dr + dc = 0 mod p: then the two ends of every spring differ in colour. The cloth's
 six families (bend springs two apart included) need p = 5 (a = 2): five colours.
 The spring-list path uses the same colours on a grid (``grid_vertex_colouring``) and
 visits a particle's springs in the same order (by spring index), with the same
 arithmetic (``inertia_block``, ``add_spring``, ``newton_move``), so the two give the
 same bits.
 
-The grid sweeps work on a structure-of-arrays copy of the step in the sweep layout
-(written by the step's start, ``grid_begin_row``, and read back by its end,
-``grid_end_row``, both by rows in parallel): each grid row with its columns ordered by
-residue mod p (columns m, m + p, m + 2p, ... are entries off[m] + 0, 1, 2, ... of the
-row; ``residue_offsets``).
-A colour's particles of one row are one residue class, so contiguous, and so are the
-other ends of their springs of one block (the row r +- dr, residue (m +- dc) mod p,
-shifted by a constant: ``neighbour_table``); each spring's rest length, k and c/h
-are stored per block at the layout entry of its first end. ``descend_run`` builds the
-blocks of up to RUN such particles together, one loop over the particles per spring
-family and direction (over the columns where that spring exists), which LLVM turns
-into 4-wide vector code (AVX2, float64); the arithmetic and its order per particle
-are the spring-list path's, so the bits too.
+Layout (``sweep_layout``): the grid sweeps work on a structure-of-arrays copy of the
+step (written by the step's start, ``grid_begin_row``, read back by its end,
+``grid_end_row``, both by rows in parallel) in which each colour's particles lie row
+after row: (r, c) of colour q is entry base[q] + width r + (c + a r - q) / p, a linear
+map, so the other end of a particle's spring of one block, (r +- dr, c +- dc), is
+always the same number of entries away (``near``), and a colour's rows r0 .. r1 are
+one contiguous range. ``width`` is a little more than cols / p: the padding entries
+between rows (fixed, no springs) are where a spring that does not exist points, so no
+test of whether it exists is needed: its coefficients (rest length, k and c/h, stored
+per block at the entry of the spring's first end) are zero and it adds nothing.
+``descend_run`` builds the blocks of RUN consecutive entries together, one loop over
+them per spring family and direction, which LLVM turns into 4-wide vector code (AVX2,
+float64); the arithmetic and its order per particle are the spring-list path's, so
+the bits too. (Rows of a fifth of the grid's width, as in an earlier layout, left
+vector loops of 26 entries with long scalar tails: 12-14 ns a spring term against
+about 6 in runs of 128.)
 
 Bands (``band_schedule``): colour by colour, a step is 5 x 10 colour updates, each a
 parallel region (a fork and a join: 50 a step, each waiting for the slower thread).
@@ -49,11 +52,12 @@ from .grid import GridLayout
 from .particles import MIN_LENGTH, hold, speed_result, track_speed
 from .vbd_guess import particle_guess
 
-#: largest colour count tried for the (r + a c) mod p pattern
+#: largest colour count tried for the (a r + c) mod p pattern
 MAX_GRID_COLOURS = 16
-#: particles of one grid row and colour whose blocks one vectorised loop builds
-#: (descend_run: a 9 x RUN block of accumulators, in L1)
-RUN = 32
+#: consecutive layout entries of one colour whose blocks one vectorised loop builds
+#: (descend_run: a 9 x RUN block of accumulators, 9 KB, in L1; 64 and 120 measured no
+#: faster on the 128 x 128 cloth)
+RUN = 128
 #: j RUN as unsigned offsets (acc[j RUN + t] with an unsigned t: no wraparound test)
 (STRIDE_1, STRIDE_2, STRIDE_3, STRIDE_4, STRIDE_5, STRIDE_6, STRIDE_7,
  STRIDE_8) = (np.uint64(j * RUN) for j in range(1, 9))
@@ -64,21 +68,21 @@ SOA_ROWS = 15
 
 
 def grid_colour_pattern(layout: GridLayout) -> tuple[int, int] | None:
-    """(a, p) of the colouring (r + a c) mod p (module docstring), or None."""
+    """(a, p) of the colouring (a r + c) mod p (module docstring), or None."""
     offsets = [(int(dr), int(dc)) for dr, dc in layout.blocks[:, :2]]
     for p in range(2, MAX_GRID_COLOURS + 1):
         for a in range(p):
-            if all((dr + a * dc) % p for dr, dc in offsets):
+            if all((a * dr + dc) % p for dr, dc in offsets):
                 return a, p
     return None
 
 
 def grid_vertex_colouring(layout: GridLayout, pattern: tuple[int, int]):
     """(order, colour_starts), int64, like vertex_colouring.vertex_colouring: colour q is
-    the particles (r, c) with (r + a c) mod p = q, in index order."""
+    the particles (r, c) with (a r + c) mod p = q, in index order."""
     a, p = pattern
     r, c = np.divmod(np.arange(layout.rows * layout.cols), layout.cols)
-    colour = (r + a * c) % p
+    colour = (a * r + c) % p
     order = np.argsort(colour, kind="stable").astype(np.int64)
     colour_starts = np.zeros(p + 1, np.int64)
     np.cumsum(np.bincount(colour, minlength=p), out=colour_starts[1:])
@@ -175,55 +179,65 @@ def newton_move(x, i, block):
     return force_sq
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_interior(rows, cols, blocks):
-    """(r_lo, r_hi, c_lo, c_hi): the particles (r, c), r in [r_lo, r_hi), c in [c_lo,
-    c_hi), that have both springs of every block (descend_grid_pair's particles)."""
-    r_lo, r_hi, c_lo, c_hi = 0, rows, 0, cols
-    for b in range(blocks.shape[0]):
-        dr, dc, c0, c1 = blocks[b, 0], blocks[b, 1], blocks[b, 3], blocks[b, 4]
-        r_lo = max(r_lo, dr)
-        r_hi = min(r_hi, rows - dr)
-        c_lo = max(c_lo, max(c0, c0 + dc))
-        c_hi = min(c_hi, min(c1, c1 + dc))
-    return r_lo, r_hi, c_lo, c_hi
+def sweep_layout(rows: int, cols: int, blocks: np.ndarray, pattern: tuple[int, int]):
+    """(width, base, near) of the sweep layout (module docstring, "Layout"): particle
+    (r, c) of colour q = (a r + c) mod p is entry base[q] + width r + (c + a r - q) / p;
+    near (nb, p, 2) int64: for block b and colour q, the entry of the other end of a
+    particle's spring from (r - dr, c - dc) (end 0) and to (r + dr, c + dc) (end 1)
+    minus its own entry. ``width`` (> (cols - 1 + max |dc|) / p) keeps the columns
+    within max |dc| outside the grid off the other rows' particles, so a spring that
+    does not exist points at padding or at an entry whose coefficients for that block
+    are zero; margins of 2 max dr + 2 rows around each colour's entries take the rows
+    outside the grid."""
+    a, p = pattern
+    reach_c = int(np.abs(blocks[:, 1]).max()) if len(blocks) else 0
+    reach_r = int(blocks[:, 0].max()) if len(blocks) else 0
+    width = (cols - 1 + reach_c) // p + 1
+    margin = (2 * reach_r + 2) * width + p
+    base = np.zeros(p + 1, np.int64)
+    start = margin
+    for q in range(p):
+        base[q] = start
+        start += width * rows + (a * rows - q + p - 1) // p + margin
+    base[p] = start
+    near = np.zeros((len(blocks), p, 2), np.int64)
+    for b, (dr, dc) in enumerate(blocks[:, :2].tolist()):
+        for q in range(p):
+            for end, sign in ((0, -1), (1, 1)):
+                other = (q + sign * (a * dr + dc)) % p
+                near[b, q, end] = (base[other] - base[q] + sign * width * dr
+                                   + (sign * (dc + a * dr) + q - other) // p)
+    return width, base, near
 
 
-def residue_offsets(cols: int, p: int) -> np.ndarray:
-    """off (p + 1 int64): in a grid row of the sweep layout, the columns c with c mod p = m
-    are entries off[m] .. off[m + 1] (module docstring)."""
-    counts = [(cols - m + p - 1) // p for m in range(p)]
-    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def layout_entry(base, width, a, p, r, c):
+    """The sweep layout's entry of grid particle (r, c) (sweep_layout)."""
+    q = (a * r + c) % p
+    return base[q] + width * r + (c + a * r - q) // p
 
 
-def grid_scratch(rows: int, cols: int, blocks: np.ndarray, p: int, dtype, rest_dtype,
-                 k_dtype):
-    """The grid step's tables and work arrays: (off, near, soa, m_h2, fix, fsq, rest_b,
-    k_b, ch_b, acc, squares, row_speed) (``vbd_grid_step``); soa in the state's dtype
-    and rest_b, k_b in the parameters' (the arithmetic is the spring-list kernels', type
-    for type)."""
-    n = rows * cols
-    return (residue_offsets(cols, p), neighbour_table(blocks, p),
-            np.zeros((SOA_ROWS, n), dtype), np.zeros(n),
-            np.zeros(n, np.uint8), np.zeros(n), np.zeros((len(blocks), n), rest_dtype),
-            np.zeros((len(blocks), n), k_dtype), np.zeros((len(blocks), n)),
-            np.zeros((rows, 9 * RUN)), np.zeros(3 * n), np.zeros((rows, 2)))
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def row_start(base, width, a, p, q, r):
+    """The first entry of colour q at or after grid row r (rows r .. r2 - 1 of colour q
+    are the entries row_start(q, r) .. row_start(q, r2), padding included)."""
+    return base[q] + width * r + (a * r - q + p - 1) // p
 
 
-def neighbour_table(blocks: np.ndarray, p: int) -> np.ndarray:
-    """near (nb, p, 2, 4) int64: for block b and the particles of a row in column residue
-    m (columns m + p t), their springs from (r - dr, c - dc) (end 0) and to (r + dr,
-    c + dc) (end 1): near[b, m, end] = (the other end's residue m', the shift of t, and
-    the range [t_lo, t_hi) of the t whose spring exists), so the other end is entry
-    off[m'] + t + shift of its row in the layout."""
-    near = np.zeros((len(blocks), p, 2, 4), np.int64)
-    for b, (dc, c0, c1) in enumerate(blocks[:, [1, 3, 4]].tolist()):
-        for m in range(p):
-            for end, (column, lo, hi) in enumerate(((m - dc, c0 + dc, c1 + dc),
-                                                    (m + dc, c0, c1))):
-                near[b, m, end] = (column % p, column // p, max(0, -((m - lo) // p)),
-                                   max(0, -((m - hi) // p)))
-    return near
+def grid_scratch(rows: int, cols: int, blocks: np.ndarray, pattern: tuple[int, int],
+                 tasks: int, dtype, rest_dtype, k_dtype):
+    """The grid step's layout and work arrays: (width, base, near, soa, m_h2, fix, fsq,
+    rest_b, k_b, ch_b, acc, squares, row_speed) (``vbd_grid_step``; acc: a 9 x RUN
+    block of accumulators for each of ``tasks`` parallel tasks); soa in the state's
+    dtype and rest_b, k_b in the parameters' (the arithmetic is the spring-list
+    kernels', type for type). Padding entries are fixed and have no springs."""
+    width, base, near = sweep_layout(rows, cols, blocks, pattern)
+    slots = int(base[-1])
+    return (width, base, near, np.zeros((SOA_ROWS, slots), dtype), np.ones(slots),
+            np.ones(slots, np.uint8), np.zeros(slots),
+            np.zeros((len(blocks), slots), rest_dtype),
+            np.zeros((len(blocks), slots), k_dtype), np.zeros((len(blocks), slots)),
+            np.zeros((tasks, 9 * RUN)), np.zeros(3 * rows * cols), np.zeros((rows, 2)))
 
 
 def band_schedule(rows: int, reach: int, tasks: int, colours: int, iterations: int,
@@ -301,98 +315,94 @@ def band_schedule(rows: int, reach: int, tasks: int, colours: int, iterations: i
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h, mode,
-                   have_history, stiffness, iterations, cols, p, off, soa, m_h2, fix, squares,
-                   r):
+                   have_history, stiffness, iterations, cols, a, p, base, width, soa, m_h2,
+                   fix, squares, r):
     """The step's start for grid row r, straight into the sweep layout, as vbd.vbd_begin
     does it: particle_guess (vbd_guess.py) into soa's rows (guess, start, inertia
     target), m/h^2 (kg/s^2), the fixed flags, the squares of r = m (y - x) / h^2 (N^2)
     at 3 i + d (0 for fixed particles) and v_last = v."""
     row = np.int64(r)
     inv_h = 1.0 / h
-    for m in range(p):
-        for t in range(off[m + 1] - off[m]):
-            i = row * cols + m + p * t
-            e = row * cols + off[m] + t
+    for col in range(cols):
+        i = row * cols + col
+        e = layout_entry(base, width, a, p, row, col)
+        for d in range(3):
+            soa[SOA_T + d, e] = x[i, d]
+            soa[SOA_Y + d, e] = x[i, d]
+            soa[SOA_X + d, e] = x[i, d]
+        m_h2[e] = inv_h * inv_h / inv_mass[i]
+        fix[e] = fixed[i]
+        if fixed[i]:
             for d in range(3):
-                soa[SOA_T + d, e] = x[i, d]
-                soa[SOA_Y + d, e] = x[i, d]
-                soa[SOA_X + d, e] = x[i, d]
-            m_h2[e] = inv_h * inv_h / inv_mass[i]
-            fix[e] = fixed[i]
-            if fixed[i]:
-                for d in range(3):
-                    squares[3 * i + d] = 0.0
-            else:
-                (soa[SOA_Y, e], soa[SOA_Y + 1, e], soa[SOA_Y + 2, e], soa[SOA_X, e],
-                 soa[SOA_X + 1, e], soa[SOA_X + 2, e]) = particle_guess(
-                    x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0],
-                    v_last[i, 1], v_last[i, 2], inv_mass[i], gravity[0], gravity[1],
-                    gravity[2], inv_mass[i] * external[i, 0] if has_external else 0.0,
-                    inv_mass[i] * external[i, 1] if has_external else 0.0,
-                    inv_mass[i] * external[i, 2] if has_external else 0.0, h, mode,
-                    have_history, stiffness[i], iterations)
-                m_h2_r = 1.0 / (inv_mass[i] * h * h)
-                for d in range(3):
-                    residual = m_h2_r * (soa[SOA_Y + d, e] - soa[SOA_T + d, e])
-                    squares[3 * i + d] = residual * residual
+                squares[3 * i + d] = 0.0
+        else:
+            (soa[SOA_Y, e], soa[SOA_Y + 1, e], soa[SOA_Y + 2, e], soa[SOA_X, e],
+             soa[SOA_X + 1, e], soa[SOA_X + 2, e]) = particle_guess(
+                x[i, 0], x[i, 1], x[i, 2], v[i, 0], v[i, 1], v[i, 2], v_last[i, 0],
+                v_last[i, 1], v_last[i, 2], inv_mass[i], gravity[0], gravity[1],
+                gravity[2], inv_mass[i] * external[i, 0] if has_external else 0.0,
+                inv_mass[i] * external[i, 1] if has_external else 0.0,
+                inv_mass[i] * external[i, 2] if has_external else 0.0, h, mode,
+                have_history, stiffness[i], iterations)
+            m_h2_r = 1.0 / (inv_mass[i] * h * h)
             for d in range(3):
-                v_last[i, d] = v[i, d]
+                residual = m_h2_r * (soa[SOA_Y + d, e] - soa[SOA_T + d, e])
+                squares[3 * i + d] = residual * residual
+        for d in range(3):
+            v_last[i, d] = v[i, d]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_soa_springs(rest, k, c, inv_h, cols, blocks, p, off, rest_b, k_b, ch_b):
+def grid_soa_springs(rest, k, c, inv_h, rows, cols, blocks, a, p, base, width, rest_b, k_b,
+                     ch_b):
     """Each spring's rest length, k and c/h into row b (its block) of rest_b, k_b, ch_b
     at its first end's layout entry (kept between steps: integrators/vbd.py copies them
-    again after a spring edit or a change of dt)."""
-    rows = k_b.shape[1] // cols
+    again after a spring edit or a change of dt; where no spring starts they stay 0)."""
     for b in range(blocks.shape[0]):
         dr, first, c0, c1 = blocks[b, 0], blocks[b, 2], blocks[b, 3], blocks[b, 4]
         for r in range(rows - dr):
-            for m in range(p):
-                for t in range(off[m + 1] - off[m]):
-                    col = m + p * t
-                    if c0 <= col < c1:
-                        s = first + r * (c1 - c0) + col - c0
-                        e = r * cols + off[m] + t
-                        rest_b[b, e] = rest[s]
-                        k_b[b, e] = k[s]
-                        ch_b[b, e] = c[s] * inv_h
+            for col in range(c0, c1):
+                s = first + r * (c1 - c0) + col - c0
+                e = layout_entry(base, width, a, p, r, col)
+                rest_b[b, e] = rest[s]
+                k_b[b, e] = k[s]
+                ch_b[b, e] = c[s] * inv_h
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed, r):
+def grid_end_row(x, v, force_sq, fixed, h, damp, cols, a, p, base, width, soa, fsq,
+                 row_speed, r):
     """The step's end for grid row r, from the sweep layout: x, force_sq (N^2), v = (x -
     x_t) / h then drag (v = 0 for fixed particles, which kept x_t), and the row's max
     |v|^2 and NaN check sum (particles.track_speed) into row_speed[r]."""
     row = np.int64(r)
     max_sq, bad = 0.0, 0.0
-    for m in range(p):
-        for t in range(off[m + 1] - off[m]):
-            i = row * cols + m + p * t
-            e = row * cols + off[m] + t
-            for d in range(3):
-                x[i, d] = soa[SOA_X + d, e]
-            force_sq[i] = fsq[e]
-            if fixed[i]:
-                hold(v, i, 0.0)
-                continue
-            for d in range(3):
-                v[i, d] = (x[i, d] - soa[SOA_T + d, e]) / h * damp
-            max_sq, bad = track_speed(x, v, i, max_sq, bad, 0.0)
+    for col in range(cols):
+        i = row * cols + col
+        e = layout_entry(base, width, a, p, row, col)
+        for d in range(3):
+            x[i, d] = soa[SOA_X + d, e]
+        force_sq[i] = fsq[e]
+        if fixed[i]:
+            hold(v, i, 0.0)
+            continue
+        for d in range(3):
+            v[i, d] = (x[i, d] - soa[SOA_T + d, e]) / h * damp
+        max_sq, bad = track_speed(x, v, i, max_sq, bad, 0.0)
     row_speed[row, 0] = max_sq
     row_speed[row, 1] = bad
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, lo, hi):
-    """acc[j RUN + t] += spring_terms_of(...)[j], lo <= t < hi: the springs of block b
+def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, count):
+    """acc[j RUN + t] += spring_terms_of(...)[j], t < count: the springs of block b
     between the layout entries first + t (the particles moved) and other + t, spring
-    + t the entry their parameters are at. Unsigned indices (no wraparound test; the
-    sums wrap back into range) and contiguous entries: LLVM vectorises the loop."""
-    e0, o0, s0 = np.uint64(first + lo), np.uint64(other + lo), np.uint64(spring + lo)
-    a0 = np.uint64(lo)
-    for u in range(np.uint64(max(hi - lo, 0))):
-        e, o, s, t = e0 + u, o0 + u, s0 + u, a0 + u
+    + t the entry their parameters are at (zero where the spring does not exist: it
+    adds 0). Unsigned indices (no wraparound test) and contiguous entries: LLVM
+    vectorises the loop."""
+    e0, o0, s0 = np.uint64(first), np.uint64(other), np.uint64(spring)
+    for t in range(np.uint64(count)):
+        e, o, s = e0 + t, o0 + t, s0 + t
         f = spring_terms_of(soa[SOA_X, e], soa[SOA_X + 1, e], soa[SOA_X + 2, e],
                             soa[SOA_T, e], soa[SOA_T + 1, e], soa[SOA_T + 2, e],
                             soa[SOA_X, o], soa[SOA_X + 1, o], soa[SOA_X + 2, o],
@@ -409,23 +419,13 @@ def add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, other, spring, lo, hi)
         acc[STRIDE_8 + t] += f[8]
 
 
-@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def t_span(near, b, m, end, t0, count):
-    """(lo, hi): the t in [0, count) of a run from t0 whose spring (b, end) exists."""
-    lo = min(max(near[b, m, end, 2] - t0, 0), count)
-    return lo, min(max(near[b, m, end, 3] - t0, lo), count)
-
-
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows, cols,
-                row, m, t0, count):
-    """One Newton step each for the ``count`` (<= RUN) particles of grid row ``row`` in
-    columns m + p t, t0 <= t < t0 + count (one colour, contiguous in the layout): their
-    blocks built together in acc (9 x RUN: the inertia term, then block by block the
-    spring ending at them and the one starting at them, each over the columns where it
-    exists: spring-index order, as in the spring-list path: the same bits), then the
-    moves; fixed particles keep their place (a select, not a branch)."""
-    first = row * cols + off[m] + t0
+def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, near, q, first, count):
+    """One Newton step each for the layout entries first .. first + count - 1 (count
+    <= RUN) of colour q: their blocks built together in acc (9 x RUN: the inertia term,
+    then block by block the spring ending at them and the one starting at them:
+    spring-index order, as in the spring-list path: the same bits), then the moves;
+    fixed particles and padding keep their place (a select, not a branch)."""
     e0 = np.uint64(first)
     for t in range(count):
         e = e0 + np.uint64(t)
@@ -434,16 +434,11 @@ def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, 
         acc[t], acc[RUN + t], acc[2 * RUN + t] = block[0], block[1], block[2]
         acc[3 * RUN + t], acc[4 * RUN + t], acc[5 * RUN + t] = block[3], block[4], block[5]
         acc[6 * RUN + t], acc[7 * RUN + t], acc[8 * RUN + t] = block[6], block[7], block[8]
-    for b in range(blocks.shape[0]):
-        dr = blocks[b, 0]
-        if row >= dr:  # the springs from (row - dr, c - dc)
-            lo, hi = t_span(near, b, m, 0, t0, count)
-            start = (row - dr) * cols + off[near[b, m, 0, 0]] + t0 + near[b, m, 0, 1]
-            add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, start, start, lo, hi)
-        if row < rows - dr:  # the springs from (row, c) to (row + dr, c + dc)
-            lo, hi = t_span(near, b, m, 1, t0, count)
-            end = (row + dr) * cols + off[near[b, m, 1, 0]] + t0 + near[b, m, 1, 1]
-            add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, end, first, lo, hi)
+    for b in range(near.shape[0]):
+        start = first + near[b, q, 0]  # the springs from (r - dr, c - dc)
+        add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, start, start, count)
+        add_spring_run(soa, rest_b, k_b, ch_b, b, acc, first, first + near[b, q, 1], first,
+                       count)  # the springs from (r, c) to (r + dr, c + dc)
     for t in range(count):
         e = e0 + np.uint64(t)
         dx, dy, dz, force_sq = newton_delta((acc[t], acc[RUN + t], acc[2 * RUN + t],
@@ -459,35 +454,22 @@ def descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, 
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows,
-                     cols, a, p, q, r):
-    """The Newton steps of the particles of colour q in grid row r, in runs of up to RUN
-    (descend_run; a call of its own: a prange index may arrive unsigned, and uint64 *
-    int64 is a float in numba, so the row is made an int64 first)."""
-    row = np.int64(r)
-    scratch = acc[row]
-    for m in range(p):
-        if (row + a * m) % p != q:
-            continue
-        count = off[m + 1] - off[m]
-        for t0 in range(0, count, RUN):
-            descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, scratch, blocks, off, near,
-                        rows, cols, row, m, t0, min(RUN, count - t0))
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near, rows,
-                  cols, a, p, steps, starts, region, tasks, t):
+def descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, near, a, p, base, width,
+                  steps, starts, region, tasks, t):
     """Task t of band_schedule's region ``region`` (of ``tasks`` tasks each): its entries
-    of steps, each one colour's Newton steps on a range of grid rows
-    (descend_grid_row), in order (a call of its own: the prange index t may arrive
-    unsigned, and uint64 + int64 is a float in numba)."""
-    slot = region * tasks + np.int64(t)
-    for e in range(starts[slot], starts[slot + 1]):
-        q = steps[e, 0] % p
-        for r in range(steps[e, 1], steps[e, 2]):
-            descend_grid_row(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
-                             rows, cols, a, p, q, r)
+    of steps, each one colour's Newton steps on a range of grid rows (one contiguous
+    range of the layout, in runs of RUN: descend_run), in order (a call of its own: the
+    prange index t may arrive unsigned, and uint64 + int64 is a float in numba)."""
+    task = np.int64(t)
+    slot = region * tasks + task
+    scratch = acc[task]
+    for s in range(starts[slot], starts[slot + 1]):
+        q = steps[s, 0] % p
+        lo = row_start(base, width, a, p, q, steps[s, 1])
+        hi = row_start(base, width, a, p, q, steps[s, 2])
+        for first in range(lo, hi, RUN):
+            descend_run(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, scratch, near, q, first,
+                        min(RUN, hi - first))
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -553,30 +535,32 @@ def _grid_step(x, v, v_last, inv_mass, fixed, rest, k, c, stiffness, forces, gue
     gravity, external, has_external = forces
     mode, have_history, iterations = guess
     steps, starts, sweeps_done = schedule
-    off, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, squares, row_speed = scratch
+    (width, base, near, soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, squares,
+     row_speed) = scratch
     rows = x.shape[0] // cols
     for r in prange(rows):
         grid_begin_row(x, v, v_last, inv_mass, fixed, gravity, external, has_external, h,
-                       mode, have_history, stiffness, iterations, cols, p, off, soa, m_h2,
-                       fix, squares, np.int64(r))
+                       mode, have_history, stiffness, iterations, cols, a, p, base, width,
+                       soa, m_h2, fix, squares, np.int64(r))
     scale = summed(squares)
     if load_springs:
-        grid_soa_springs(rest, k, c, 1.0 / h, cols, blocks, p, off, rest_b, k_b, ch_b)
+        grid_soa_springs(rest, k, c, 1.0 / h, rows, cols, blocks, a, p, base, width, rest_b,
+                         k_b, ch_b)
     omega = 1.0
     if rho > 0.0:
         copy_rows(soa, SOA_X, SOA_X1)
     tasks = (starts.shape[0] - 1) // sweeps_done.shape[0]
     for g in range(sweeps_done.shape[0]):
         for t in prange(tasks):
-            descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, blocks, off, near,
-                          rows, cols, a, p, steps, starts, g, tasks, np.int64(t))
+            descend_steps(soa, m_h2, fix, fsq, rest_b, k_b, ch_b, acc, near, a, p, base,
+                          width, steps, starts, g, tasks, np.int64(t))
         if sweeps_done[g] >= 0:
             omega = chebyshev_accelerate(soa[SOA_X:SOA_X + 3].T, soa[SOA_X1:SOA_X1 + 3].T,
                                          soa[SOA_X2:SOA_X2 + 3].T, fix, sweeps_done[g], rho,
                                          omega)
     for r in prange(rows):
-        grid_end_row(x, v, force_sq, fixed, h, damp, cols, p, off, soa, fsq, row_speed,
-                     np.int64(r))
+        grid_end_row(x, v, force_sq, fixed, h, damp, cols, a, p, base, width, soa, fsq,
+                     row_speed, np.int64(r))
     max_sq, bad = 0.0, 0.0
     for r in range(rows):
         max_sq = max(max_sq, row_speed[r, 0])
