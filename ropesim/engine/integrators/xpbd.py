@@ -68,7 +68,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kernels.chains import chain_cover, project_chain
+from ..kernels.chains import chain_cover, chain_lanes, lane_work, project_lanes
 from ..kernels.colouring import edge_colouring
 from ..kernels.grid import grid_layout
 from ..kernels.grid_xpbd import (finish, grid_edge_colouring, predict,
@@ -172,11 +172,12 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, external,
-                    has_external, cover, h, substeps, iterations, per_k, per_spring, per_c,
-                    rigid, damp, anchor, reach, scratch, chunks, results):
+                    has_external, lanes, h, substeps, iterations, per_k, per_spring, per_c,
+                    rigid, damp, anchor, reach, work, chunks, results):
     """_list_substeps with each pass a chain projection (kernels/chains.py) family by
-    family, a family's chains in parallel in xpbd_chain_step_parallel. cover: the
-    arrays chain_cover returns (one tuple: numba inlines no call of over 30 arguments).
+    family, a family's blocks of lanes in parallel in xpbd_chain_step_parallel. lanes:
+    the arrays chain_lanes returns (one tuple: numba inlines no call of over 30
+    arguments), work: lane_work's array.
 
     The families run from the last found to the first, so that a pass ends on the first
     family, the chains of the lowest-numbered springs (a builder's structural springs:
@@ -184,8 +185,8 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
     TETHERED_FAMILIES families: with the families in spring order, or the tethers only
     after the pass, the stiff 64 x 64 cloth at 2-3 substeps stretched its corners far
     enough for the divergence check to stop it within 2-4 s (docs/solvers.md)."""
-    family_start, chain_start, chain_springs, part_start, chain_parts = cover
-    n_families = family_start.shape[0] - 1
+    shapes, slot_particle, row_spring = lanes
+    n_families = shapes.shape[0]
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
         _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
@@ -193,10 +194,9 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
         for _ in range(iterations):
             for last in range(n_families):
                 f = n_families - 1 - last  # the first family found last (see above)
-                for chain in prange(family_start[f], family_start[f + 1]):
-                    project_chain(x, x_prev, w, lam, chain, chain_start, chain_springs,
-                                  part_start, chain_parts, rest, k, c, per_k, per_spring,
-                                  per_c, rigid, scratch)
+                for b in prange(shapes[f, 3]):
+                    project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c,
+                                  rigid, shapes, slot_particle, row_spring, work, f, b)
                 if anchor.shape[0] > 0 and last >= n_families - TETHERED_FAMILIES:
                     _tether_chunks(x, w, anchor, reach, chunks)
         _finish_chunks(x, v, x_prev, w, h, damp, chunks, results)
@@ -205,25 +205,25 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
 def xpbd_chain_step(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, external,
-                    has_external, cover, h, substeps, iterations, per_k, per_spring, per_c,
-                    rigid, damp, anchor, reach, scratch, chunks, results):
+                    has_external, lanes, h, substeps, iterations, per_k, per_spring, per_c,
+                    rigid, damp, anchor, reach, work, chunks, results):
     """``substeps`` XPBD substeps of h s with chain projections (serial); returns the last
     substep's max |v|^2 (NaN if not finite)."""
     return _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
-                           external, has_external, cover, h, substeps, iterations, per_k,
-                           per_spring, per_c, rigid, damp, anchor, reach, scratch,
+                           external, has_external, lanes, h, substeps, iterations, per_k,
+                           per_spring, per_c, rigid, damp, anchor, reach, work,
                            chunks, results)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, parallel=True)
 def xpbd_chain_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
-                             external, has_external, cover, h, substeps, iterations, per_k,
-                             per_spring, per_c, rigid, damp, anchor, reach, scratch,
+                             external, has_external, lanes, h, substeps, iterations, per_k,
+                             per_spring, per_c, rigid, damp, anchor, reach, work,
                              chunks, results):
     """xpbd_chain_step with each family's chains in parallel (identical results)."""
     return _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
-                           external, has_external, cover, h, substeps, iterations, per_k,
-                           per_spring, per_c, rigid, damp, anchor, reach, scratch,
+                           external, has_external, lanes, h, substeps, iterations, per_k,
+                           per_spring, per_c, rigid, damp, anchor, reach, work,
                            chunks, results)
 
 
@@ -371,8 +371,9 @@ class XPBD(Integrator):
         self._chains = None  # the chain cover (kernels/chains.py), made on first use
 
     def _chain_cover(self, x: np.ndarray) -> tuple:
-        """(cover, scratch, passes): the chain cover of the spring list, the chain
-        kernels' scratch and their serial/parallel choice; made once per topology, along
+        """(cover, lanes, work, passes): the chain cover of the spring list, its lanes
+        (kernels/chains.py chain_lanes), the lane solve's work array and the serial /
+        parallel choice; made once per topology, along
         the rest shape (the positions x (n, 3) m now where the model has none)."""
         if self._chains is None:
             model = self.model
@@ -382,7 +383,8 @@ class XPBD(Integrator):
             if rest_x is None:
                 rest_x = np.ascontiguousarray(x, dtype=np.float64)
             cover = chain_cover(model.spring_a, model.spring_b, rest_x, *adjacency)
-            self._chains = (cover, np.zeros((m, 5)),
+            lanes = chain_lanes(cover)
+            self._chains = (cover, lanes, lane_work(lanes[0]),
                             ColourPasses(True, m, CHAIN_PARALLEL_MIN_SPRINGS))
         return self._chains
 
@@ -502,9 +504,9 @@ class XPBD(Integrator):
                   self._relaxation, damp, anchor, reach)
         ends = self._ends
         if self._projection == "chains" and model.n_springs:
-            cover, scratch, passes = self._chain_cover(state.x)
+            _, lanes, work, passes = self._chain_cover(state.x)
             result = passes.run(xpbd_chain_step, xpbd_chain_step_parallel, *common, *forces,
-                                cover, *solver[:7], damp, anchor, reach, scratch,
+                                lanes, *solver[:7], damp, anchor, reach, work,
                                 self._chunks, self._results)
             np.copyto(self._x_end, state.x)
             ends = (self._x_end, self._x_prev)  # the spring-list path's
