@@ -8,7 +8,7 @@ import pytest
 
 import ropesim as rs
 from ropesim.engine import parallel
-from ropesim.engine.kernels.chains import chain_cover
+from ropesim.engine.kernels.chains import LANE_BLOCK, chain_cover, chain_lanes
 from ropesim.engine.kernels.vertex_colouring import vertex_adjacency
 from solver_checks import (
     chain_static_error, check_deterministic, check_grab_and_pins, check_switching_in_and_out,
@@ -69,6 +69,32 @@ def test_a_rope_is_one_chain_and_a_ring_two():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_random_network_is_covered_exactly_once(seed):
     check_cover(rs.random_network(60, 150, seed=seed))
+
+
+@pytest.mark.parametrize("system, widths", [
+    (rs.cloth(40, 40, 0.02), {LANE_BLOCK}), (rs.rope(300, 3.0), {1}),
+    (rs.random_network(60, 150, seed=1), None)])
+def test_the_lanes_hold_every_chain_whole(system, widths):
+    """chain_lanes: every spring in exactly one row, a row's spring joining the
+    particles of its slot and the next, each family's particles once; the wide blocks
+    (LANE_BLOCK lanes, vectorised) on a cloth's many chains, blocks of one lane on a
+    rope's single chain (16 lanes, 15 of them empty, would solve it 16 times over)."""
+    cover, springs = cover_of(system)
+    shapes, slot_particle, row_spring = chain_lanes(cover)
+    assert sorted(row_spring[row_spring >= 0].tolist()) == list(range(len(springs)))
+    for first, capacity, width, blocks in shapes.tolist():
+        size = capacity * width * blocks
+        parts = slot_particle[first:first + size].reshape(blocks, capacity, width)
+        rows = row_spring[first:first + size].reshape(blocks, capacity, width)
+        placed = parts[parts >= 0]
+        assert len(set(placed.tolist())) == placed.size  # a family's particles once
+        for b, t, lane in zip(*np.nonzero(rows >= 0)):
+            assert t + 1 < capacity
+            ends = sorted((parts[b, t, lane], parts[b, t + 1, lane]))
+            assert ends == sorted(springs[rows[b, t, lane]].tolist())
+        assert rows[:, -1].max() < 0  # the last slot's row joins nothing
+    if widths is not None:
+        assert set(shapes[:, 2].tolist()) == widths
 
 
 def test_a_lone_spring_is_projected_as_the_spring_projection_does():

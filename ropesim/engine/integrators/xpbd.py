@@ -68,7 +68,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kernels.chains import chain_cover, chain_lanes, lane_work, project_lanes
+from ..kernels.chains import LANE_BLOCK, chain_cover, chain_lanes, lane_work, project_lanes
 from ..kernels.colouring import edge_colouring
 from ..kernels.grid import grid_layout
 from ..kernels.grid_xpbd import (finish, grid_edge_colouring, predict,
@@ -194,9 +194,14 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
         for _ in range(iterations):
             for last in range(n_families):
                 f = n_families - 1 - last  # the first family found last (see above)
-                for b in prange(shapes[f, 3]):
-                    project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c,
-                                  rigid, shapes, slot_particle, row_spring, work, f, b)
+                for b in prange(shapes[f, 3]):  # a constant width at each call (chains.py)
+                    if shapes[f, 2] == LANE_BLOCK:
+                        project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c,
+                                      rigid, shapes, slot_particle, row_spring, work, f, b,
+                                      LANE_BLOCK)
+                    else:
+                        project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c,
+                                      rigid, shapes, slot_particle, row_spring, work, f, b, 1)
                 if anchor.shape[0] > 0 and last >= n_families - TETHERED_FAMILIES:
                     _tether_chunks(x, w, anchor, reach, chunks)
         _finish_chunks(x, v, x_prev, w, h, damp, chunks, results)

@@ -57,21 +57,20 @@ RIGID_REGULARISATION = 1e-6
 MAX_TURN_DEGREES = 30.0
 MIN_ALIGNMENT = float(np.cos(np.radians(MAX_TURN_DEGREES)))
 #: lanes of one block (one parallel task) of the vectorised solve: four 4-wide float64
-#: vectors (AVX2)
+#: vectors (AVX2); a family of fewer than LANE_BLOCK / 2 lanes (a rope: one) has blocks
+#: of one lane instead, the scalar solve (16 lanes, all but one empty, ran a 1000-particle
+#: rope 9x slower)
 LANE_BLOCK = 16
 #: the rows of a slot in the lane solve's work array: positions, substep-start
 #: positions, the slot's weight, its row's rest length, k, c and multiplier, the row's
 #: unit vector and length (-1: the row projects nothing), the eliminated super-diagonal
 #: and right-hand side (then dl)
 LANE_ROWS = 17
-#: a slot's entries in the work array (LANE_ROWS rows of LANE_BLOCK lanes), and each
-#: row's offset in it
-SLOT = LANE_ROWS * LANE_BLOCK
+#: each row's place in a slot of the work array, in rows of the block's lanes;
+#: unsigned, as every index of the lane solve's loops (no wraparound test: LLVM sees
+#: affine addresses and vectorises them)
 (X0, X1, X2, P0, P1, P2, W_, REST_, K_, C_, LAM_, N0, N1, N2, LEN_, CP_, DP_) = (
-    np.uint64(row * LANE_BLOCK) for row in range(LANE_ROWS))
-#: as unsigned offsets (unsigned indices: no wraparound test, so LLVM sees the loops'
-#: addresses as affine and vectorises them)
-SLOT_U, LANES_U = np.uint64(SLOT), np.uint64(LANE_BLOCK)
+    np.uint64(row) for row in range(LANE_ROWS))
 
 
 @njit(cache=True, inline="always")
@@ -172,8 +171,8 @@ def chain_lanes(cover: tuple) -> tuple:
     Returns (shape (F, 4) int64: each family's (first entry, capacity, width, blocks);
     slot_particle: the particle in each slot, -1 for none; row_spring: the spring from
     each slot to the next, -1 where none joins them (between two chains, after a lane's
-    last chain and at the last slot)); width = LANE_BLOCK (a family of fewer lanes, a
-    rope, has empty ones)."""
+    last chain and at the last slot)); width LANE_BLOCK, or 1 for a family of fewer than
+    LANE_BLOCK / 2 lanes."""
     family_start, chain_start, chain_springs, part_start, chain_parts = cover
     shapes, particles, springs = [], [], []
     entry = 0
@@ -191,7 +190,7 @@ def chain_lanes(cover: tuple) -> tuple:
                 lane = len(lanes) - 1
             lanes[lane].append(ch)
             room[lane] -= slots[ch]
-        width = LANE_BLOCK
+        width = LANE_BLOCK if 2 * len(lanes) >= LANE_BLOCK else 1
         blocks = -(-len(lanes) // width)
         particle = np.full((blocks, capacity, width), -1, np.int64)
         spring = np.full((blocks, capacity, width), -1, np.int64)
@@ -214,128 +213,132 @@ def chain_lanes(cover: tuple) -> tuple:
 
 def lane_work(shapes: np.ndarray) -> np.ndarray:
     """The lane solve's work array, float64: every block of a family its slots, each
-    slot LANE_ROWS rows of LANE_BLOCK lanes, between a slot of zeros before the first
+    slot LANE_ROWS rows of the block's lanes, between a slot of zeros before the first
     and one after the last, for the family that needs the most."""
-    return np.zeros(max([(capacity + 2) * SLOT * blocks for _, capacity, _, blocks
-                         in shapes.tolist()], default=1))
+    return np.zeros(max([(capacity + 2) * LANE_ROWS * width * blocks for _, capacity,
+                         width, blocks in shapes.tolist()], default=1))
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid, shapes,
-                  slot_particle, row_spring, work, f, b):
+                  slot_particle, row_spring, work, f, b, width):
     """Solve the chains of block b of family f (chain_lanes) as one chain at a time
     would be, lane by lane in vector loops, and move their particles: the block's slots
-    gathered into ``work`` (lane_work; entry (slot, row, lane) at slot SLOT + row
-    LANE_BLOCK + lane, every offset a constant, so LLVM sees that the loops' stores
+    gathered into ``work`` (lane_work; entry (slot, row, lane) at (slot LANE_ROWS + row)
+    width + lane; ``width``, the family's, a constant at each call site, so that every
+    offset is one and LLVM sees that the loops' stores
     and loads do not overlap), the rows' unit vectors, the sweep down (the eliminated
     super-diagonal and right-hand side), the sweep up (the multiplier updates dl, into
     lam), the moves, scattered back. A row joining no spring (between chains, in
     padding) has dl = 0 and couples nothing."""
     first, capacity = shapes[f, 0], shapes[f, 1]
-    top = first + b * capacity * LANE_BLOCK  # the block's slots in slot_particle, row_spring
-    lo = b * (capacity + 2) * SLOT + SLOT  # its first slot in work, after a slot of zeros
-    for e in range(lo - SLOT, lo):  # the slots of zeros before the first and after the last
+    lanes = np.uint64(width)  # the caller's constant: LLVM folds it into every offset
+    size = LANE_ROWS * width  # a slot's entries
+    slot = np.uint64(size)
+    top = first + b * capacity * width  # the block's slots in slot_particle, row_spring
+    lo = b * (capacity + 2) * size + size  # its first slot in work, after a slot of zeros
+    for e in range(lo - size, lo):  # the slots of zeros before the first and after the last
         work[e] = 0.0
-        work[e + (capacity + 1) * SLOT] = 0.0
+        work[e + (capacity + 1) * size] = 0.0
     for t in range(capacity):
-        row = np.uint64(lo + t * SLOT)
-        for ln in range(LANE_BLOCK):
+        row = np.uint64(lo + t * size)
+        for ln in range(width):
             e = row + np.uint64(ln)
-            p = slot_particle[top + t * LANE_BLOCK + ln]
-            s = row_spring[top + t * LANE_BLOCK + ln]
+            p = slot_particle[top + t * width + ln]
+            s = row_spring[top + t * width + ln]
             q = max(p, 0)
             on = p >= 0
-            work[e + X0] = x[q, 0] if on else 0.0
-            work[e + X1] = x[q, 1] if on else 0.0
-            work[e + X2] = x[q, 2] if on else 0.0
-            work[e + P0] = x_prev[q, 0] if on else 0.0
-            work[e + P1] = x_prev[q, 1] if on else 0.0
-            work[e + P2] = x_prev[q, 2] if on else 0.0
-            work[e + W_] = w[q] if on else 0.0
+            work[e + X0 * lanes] = x[q, 0] if on else 0.0
+            work[e + X1 * lanes] = x[q, 1] if on else 0.0
+            work[e + X2 * lanes] = x[q, 2] if on else 0.0
+            work[e + P0 * lanes] = x_prev[q, 0] if on else 0.0
+            work[e + P1 * lanes] = x_prev[q, 1] if on else 0.0
+            work[e + P2 * lanes] = x_prev[q, 2] if on else 0.0
+            work[e + W_ * lanes] = w[q] if on else 0.0
             r = max(s, 0)
             joined = s >= 0
-            work[e + REST_] = rest[r] if joined else 0.0
-            work[e + K_] = k[r] if joined else 0.0
-            work[e + C_] = c[r] if joined else 0.0
-            work[e + LAM_] = lam[r] if joined else 0.0
+            work[e + REST_ * lanes] = rest[r] if joined else 0.0
+            work[e + K_ * lanes] = k[r] if joined else 0.0
+            work[e + C_ * lanes] = c[r] if joined else 0.0
+            work[e + LAM_ * lanes] = lam[r] if joined else 0.0
     for t in range(capacity):  # each row's unit vector from slot t + 1 to slot t
-        row = np.uint64(lo + t * SLOT)
-        for ln in range(LANES_U):
+        row = np.uint64(lo + t * size)
+        for ln in range(lanes):
             e = row + ln
-            j = e + SLOT_U  # (after the last slot: zeros, and its row joins no spring)
-            dx = work[e + X0] - work[j + X0]
-            dy = work[e + X1] - work[j + X1]
-            dz = work[e + X2] - work[j + X2]
+            j = e + slot  # (after the last slot: zeros, and its row joins no spring)
+            dx = work[e + X0 * lanes] - work[j + X0 * lanes]
+            dy = work[e + X1 * lanes] - work[j + X1 * lanes]
+            dz = work[e + X2 * lanes] - work[j + X2 * lanes]
             length = np.sqrt(dx * dx + dy * dy + dz * dz)
-            live = (work[e + K_] > 0.0 and length >= MIN_LENGTH
-                    and work[e + W_] + work[j + W_] > 0.0)
+            live = (work[e + K_ * lanes] > 0.0 and length >= MIN_LENGTH
+                    and work[e + W_ * lanes] + work[j + W_ * lanes] > 0.0)
             inv = 1.0 / length if live else 0.0
-            work[e + N0] = dx * inv
-            work[e + N1] = dy * inv
-            work[e + N2] = dz * inv
-            work[e + LEN_] = length if live else -1.0  # -1: the row projects nothing
+            work[e + N0 * lanes] = dx * inv
+            work[e + N1 * lanes] = dy * inv
+            work[e + N2 * lanes] = dz * inv
+            work[e + LEN_ * lanes] = length if live else -1.0  # -1: the row projects nothing
     for t in range(capacity):  # down: the eliminated super-diagonal and right-hand side
-        row = np.uint64(lo + t * SLOT)
-        for ln in range(LANES_U):
+        row = np.uint64(lo + t * size)
+        for ln in range(lanes):
             e = row + ln
-            before = e - SLOT_U
-            after = e + SLOT_U
-            wi = work[e + W_]
-            wj = work[after + W_]
+            before = e - slot
+            after = e + slot
+            wi = work[e + W_ * lanes]
+            wj = work[after + W_ * lanes]
             wsum = wi + wj
-            length = work[e + LEN_]
+            length = work[e + LEN_ * lanes]
             live = length >= 0.0
-            n0, n1, n2 = work[e + N0], work[e + N1], work[e + N2]
+            n0, n1, n2 = work[e + N0 * lanes], work[e + N1 * lanes], work[e + N2 * lanes]
             if rigid:
                 scale = 1.0 if live else 0.0
                 diag = RIGID_REGULARISATION * wsum + wsum if live else 1.0
-                rhs = -(length - work[e + REST_]) if live else 0.0
+                rhs = -(length - work[e + REST_ * lanes]) if live else 0.0
             else:
-                stiff = per_k * work[e + K_] + per_spring
-                damp = per_c * work[e + C_]
+                stiff = per_k * work[e + K_ * lanes] + per_spring
+                damp = per_c * work[e + C_ * lanes]
                 scale = stiff + damp if live else 0.0
                 diag = 1.0 + scale * wsum
-                moved = (n0 * (work[e + X0] - work[e + P0] - work[after + X0]
-                               + work[after + P0])
-                         + n1 * (work[e + X1] - work[e + P1] - work[after + X1]
-                                 + work[after + P1])
-                         + n2 * (work[e + X2] - work[e + P2] - work[after + X2]
-                                 + work[after + P2]))
-                rhs = (-(stiff * (length - work[e + REST_]) + damp * moved + work[e + LAM_])
+                moved = (n0 * (work[e + X0 * lanes] - work[e + P0 * lanes] - work[after + X0 * lanes]
+                               + work[after + P0 * lanes])
+                         + n1 * (work[e + X1 * lanes] - work[e + P1 * lanes] - work[after + X1 * lanes]
+                                 + work[after + P1 * lanes])
+                         + n2 * (work[e + X2 * lanes] - work[e + P2 * lanes] - work[after + X2 * lanes]
+                                 + work[after + P2 * lanes]))
+                rhs = (-(stiff * (length - work[e + REST_ * lanes]) + damp * moved + work[e + LAM_ * lanes])
                        if live else 0.0)
-            sub = -scale * wi * (work[before + N0] * n0 + work[before + N1] * n1
-                                 + work[before + N2] * n2)
-            sup = -scale * wj * (n0 * work[after + N0] + n1 * work[after + N1]
-                                 + n2 * work[after + N2])
-            inverse = 1.0 / (diag - sub * work[before + CP_])
-            work[e + CP_] = sup * inverse
-            work[e + DP_] = (rhs - sub * work[before + DP_]) * inverse
+            sub = -scale * wi * (work[before + N0 * lanes] * n0 + work[before + N1 * lanes] * n1
+                                 + work[before + N2 * lanes] * n2)
+            sup = -scale * wj * (n0 * work[after + N0 * lanes] + n1 * work[after + N1 * lanes]
+                                 + n2 * work[after + N2 * lanes])
+            inverse = 1.0 / (diag - sub * work[before + CP_ * lanes])
+            work[e + CP_ * lanes] = sup * inverse
+            work[e + DP_ * lanes] = (rhs - sub * work[before + DP_ * lanes]) * inverse
     for u in range(capacity):  # up: dl = dp - cp dl of the row after
-        row = np.uint64(lo + (capacity - 1 - u) * SLOT)
-        for ln in range(LANES_U):
+        row = np.uint64(lo + (capacity - 1 - u) * size)
+        for ln in range(lanes):
             e = row + ln
-            dl = work[e + DP_] - work[e + CP_] * work[e + SLOT_U + DP_]
-            work[e + DP_] = dl
-            work[e + LAM_] += dl
+            dl = work[e + DP_ * lanes] - work[e + CP_ * lanes] * work[e + slot + DP_ * lanes]
+            work[e + DP_ * lanes] = dl
+            work[e + LAM_ * lanes] += dl
     for t in range(capacity):  # each slot between its row (+n) and the row before (-n)
-        row = np.uint64(lo + t * SLOT)
-        for ln in range(LANES_U):
+        row = np.uint64(lo + t * size)
+        for ln in range(lanes):
             e = row + ln
-            before = e - SLOT_U
-            wt = work[e + W_]
-            dl, dl_before = work[e + DP_], work[before + DP_]
-            work[e + X0] += wt * (work[e + N0] * dl - work[before + N0] * dl_before)
-            work[e + X1] += wt * (work[e + N1] * dl - work[before + N1] * dl_before)
-            work[e + X2] += wt * (work[e + N2] * dl - work[before + N2] * dl_before)
+            before = e - slot
+            wt = work[e + W_ * lanes]
+            dl, dl_before = work[e + DP_ * lanes], work[before + DP_ * lanes]
+            work[e + X0 * lanes] += wt * (work[e + N0 * lanes] * dl - work[before + N0 * lanes] * dl_before)
+            work[e + X1 * lanes] += wt * (work[e + N1 * lanes] * dl - work[before + N1 * lanes] * dl_before)
+            work[e + X2 * lanes] += wt * (work[e + N2 * lanes] * dl - work[before + N2 * lanes] * dl_before)
     for t in range(capacity):
-        row = np.uint64(lo + t * SLOT)
-        for ln in range(LANE_BLOCK):
+        row = np.uint64(lo + t * size)
+        for ln in range(width):
             e = row + np.uint64(ln)
-            p = slot_particle[top + t * LANE_BLOCK + ln]
-            s = row_spring[top + t * LANE_BLOCK + ln]
+            p = slot_particle[top + t * width + ln]
+            s = row_spring[top + t * width + ln]
             if p >= 0:
-                x[p, 0] = work[e + X0]
-                x[p, 1] = work[e + X1]
-                x[p, 2] = work[e + X2]
+                x[p, 0] = work[e + X0 * lanes]
+                x[p, 1] = work[e + X1 * lanes]
+                x[p, 2] = work[e + X2 * lanes]
             if s >= 0:
-                lam[s] = work[e + LAM_]
+                lam[s] = work[e + LAM_ * lanes]
