@@ -117,13 +117,10 @@ def _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
-def _tether_chunks(x, w, anchor, reach, chunks):
-    """The tethers (kernels/tethers.py) over the particle chunks of the (n, 3) x (the
-    (3, n) view x.T is taken inside the parallel loop: passed in, numba's parallel
-    lowering made each call about 100x slower: 3.4 ms against 0.03 on the 64 x 64
-    cloth)."""
+def _tether_chunks(x_by_axis, w, anchor, reach, chunks):
+    """The tethers (kernels/tethers.py) over the particle chunks."""
     for t in prange(chunks.shape[0] - 1):
-        tether(x.T, w, anchor, reach, chunks[t], chunks[t + 1])
+        tether(x_by_axis, w, anchor, reach, chunks[t], chunks[t + 1])
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
@@ -154,6 +151,7 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
     """The body of both spring-list kernels: prange runs each colour's springs (and the
     particle chunks of the prediction and the velocities) in parallel in
     xpbd_step_parallel and in order in xpbd_step, the same arithmetic either way."""
+    x_by_axis = x.T  # the (3, n) view the tether pass reads
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
         _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
@@ -165,7 +163,7 @@ def _list_substeps(x, v, x_prev, w, lam, inv_mass, fixed, spring_a, spring_b, re
                     project_spring(x, x_prev, w, lam, spring_a[s], spring_b[s], s, rest, k,
                                    c, per_k, per_spring, per_c, rigid, relaxation)
         if anchor.shape[0] > 0:  # the tethers after the springs (kernels/tethers.py)
-            _tether_chunks(x, w, anchor, reach, chunks)
+            _tether_chunks(x_by_axis, w, anchor, reach, chunks)
         _finish_chunks(x, v, x_prev, w, h, damp, chunks, results)
     return _chunks_speed(results)
 
@@ -187,6 +185,7 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
     enough for the divergence check to stop it within 2-4 s (docs/solvers.md)."""
     shapes, slot_particle, row_spring = lanes
     n_families = shapes.shape[0]
+    x_by_axis = x.T
     weights(inv_mass, fixed, w)
     for _ in range(substeps):
         _predict_chunks(x, v, x_prev, w, gravity, external, has_external, h, chunks)
@@ -203,7 +202,7 @@ def _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity, 
                         project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c,
                                       rigid, shapes, slot_particle, row_spring, work, f, b, 1)
                 if anchor.shape[0] > 0 and last >= n_families - TETHERED_FAMILIES:
-                    _tether_chunks(x, w, anchor, reach, chunks)
+                    _tether_chunks(x_by_axis, w, anchor, reach, chunks)
         _finish_chunks(x, v, x_prev, w, h, damp, chunks, results)
     return _chunks_speed(results)
 
