@@ -220,17 +220,50 @@ def lane_work(shapes: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def lane_direction(work, e, slot, lanes):
+    """The unit vector and length of the row at work entry e (project_lanes' layout:
+    ``slot`` entries a slot, ``lanes`` a row), from the slot after it to its own;
+    length -1 where the row projects nothing (no spring, no length, both ends fixed)."""
+    j = e + slot
+    dx = work[e + X0 * lanes] - work[j + X0 * lanes]
+    dy = work[e + X1 * lanes] - work[j + X1 * lanes]
+    dz = work[e + X2 * lanes] - work[j + X2 * lanes]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    live = (work[e + K_ * lanes] > 0.0 and length >= MIN_LENGTH
+            and work[e + W_ * lanes] + work[j + W_ * lanes] > 0.0)
+    inv = 1.0 / length if live else 0.0
+    work[e + N0 * lanes] = dx * inv
+    work[e + N1 * lanes] = dy * inv
+    work[e + N2 * lanes] = dz * inv
+    work[e + LEN_ * lanes] = length if live else -1.0
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
+def lane_move(work, e, slot, lanes):
+    """Move the slot at work entry e by w (n dl of its row - n dl of the row before)."""
+    before = e - slot
+    wt = work[e + W_ * lanes]
+    dl, dl_before = work[e + DP_ * lanes], work[before + DP_ * lanes]
+    work[e + X0 * lanes] += wt * (work[e + N0 * lanes] * dl
+                                  - work[before + N0 * lanes] * dl_before)
+    work[e + X1 * lanes] += wt * (work[e + N1 * lanes] * dl
+                                  - work[before + N1 * lanes] * dl_before)
+    work[e + X2 * lanes] += wt * (work[e + N2 * lanes] * dl
+                                  - work[before + N2 * lanes] * dl_before)
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False, inline="always")
 def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid, shapes,
                   slot_particle, row_spring, work, f, b, width):
     """Solve the chains of block b of family f (chain_lanes) as one chain at a time
     would be, lane by lane in vector loops, and move their particles: the block's slots
     gathered into ``work`` (lane_work; entry (slot, row, lane) at (slot LANE_ROWS + row)
     width + lane; ``width``, the family's, a constant at each call site, so that every
-    offset is one and LLVM sees that the loops' stores
-    and loads do not overlap), the rows' unit vectors, the sweep down (the eliminated
+    offset is one and LLVM sees that the loops' stores and loads do not overlap), the
+    sweep down (each row's unit vector, lane_direction, then the eliminated
     super-diagonal and right-hand side), the sweep up (the multiplier updates dl, into
-    lam), the moves, scattered back. A row joining no spring (between chains, in
-    padding) has dl = 0 and couples nothing."""
+    lam, and each slot's move, lane_move), scattered back. A row joining no spring
+    (between chains, in padding) has dl = 0 and couples nothing."""
     first, capacity = shapes[f, 0], shapes[f, 1]
     lanes = np.uint64(width)  # the caller's constant: LLVM folds it into every offset
     size = LANE_ROWS * width  # a slot's entries
@@ -261,24 +294,14 @@ def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid
             work[e + K_ * lanes] = k[r] if joined else 0.0
             work[e + C_ * lanes] = c[r] if joined else 0.0
             work[e + LAM_ * lanes] = lam[r] if joined else 0.0
-    for t in range(capacity):  # each row's unit vector from slot t + 1 to slot t
-        row = np.uint64(lo + t * size)
-        for ln in range(lanes):
-            e = row + ln
-            j = e + slot  # (after the last slot: zeros, and its row joins no spring)
-            dx = work[e + X0 * lanes] - work[j + X0 * lanes]
-            dy = work[e + X1 * lanes] - work[j + X1 * lanes]
-            dz = work[e + X2 * lanes] - work[j + X2 * lanes]
-            length = np.sqrt(dx * dx + dy * dy + dz * dz)
-            live = (work[e + K_ * lanes] > 0.0 and length >= MIN_LENGTH
-                    and work[e + W_ * lanes] + work[j + W_ * lanes] > 0.0)
-            inv = 1.0 / length if live else 0.0
-            work[e + N0 * lanes] = dx * inv
-            work[e + N1 * lanes] = dy * inv
-            work[e + N2 * lanes] = dz * inv
-            work[e + LEN_ * lanes] = length if live else -1.0  # -1: the row projects nothing
+    first_row = np.uint64(lo)
+    for ln in range(lanes):
+        lane_direction(work, first_row + ln, slot, lanes)
     for t in range(capacity):  # down: the eliminated super-diagonal and right-hand side
         row = np.uint64(lo + t * size)
+        if t + 1 < capacity:  # the row after's unit vector first (it couples to this one)
+            for ln in range(lanes):
+                lane_direction(work, row + slot + ln, slot, lanes)
         for ln in range(lanes):
             e = row + ln
             before = e - slot
@@ -313,23 +336,16 @@ def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid
             inverse = 1.0 / (diag - sub * work[before + CP_ * lanes])
             work[e + CP_ * lanes] = sup * inverse
             work[e + DP_ * lanes] = (rhs - sub * work[before + DP_ * lanes]) * inverse
-    for u in range(capacity):  # up: dl = dp - cp dl of the row after
-        row = np.uint64(lo + (capacity - 1 - u) * size)
+    for u in range(capacity):  # up: dl = dp - cp dl of the row after, then the move of
+        row = np.uint64(lo + (capacity - 1 - u) * size)  # the slot after (both dl known)
         for ln in range(lanes):
             e = row + ln
             dl = work[e + DP_ * lanes] - work[e + CP_ * lanes] * work[e + slot + DP_ * lanes]
             work[e + DP_ * lanes] = dl
             work[e + LAM_ * lanes] += dl
-    for t in range(capacity):  # each slot between its row (+n) and the row before (-n)
-        row = np.uint64(lo + t * size)
-        for ln in range(lanes):
-            e = row + ln
-            before = e - slot
-            wt = work[e + W_ * lanes]
-            dl, dl_before = work[e + DP_ * lanes], work[before + DP_ * lanes]
-            work[e + X0 * lanes] += wt * (work[e + N0 * lanes] * dl - work[before + N0 * lanes] * dl_before)
-            work[e + X1 * lanes] += wt * (work[e + N1 * lanes] * dl - work[before + N1 * lanes] * dl_before)
-            work[e + X2 * lanes] += wt * (work[e + N2 * lanes] * dl - work[before + N2 * lanes] * dl_before)
+            lane_move(work, e + slot, slot, lanes)
+    for ln in range(lanes):
+        lane_move(work, first_row + ln, slot, lanes)
     for t in range(capacity):
         row = np.uint64(lo + t * size)
         for ln in range(width):
