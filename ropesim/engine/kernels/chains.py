@@ -321,15 +321,17 @@ def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid
                 damp = per_c * work[e + C_ * lanes]
                 scale = stiff + damp if live else 0.0
                 diag = 1.0 + scale * wsum
-                moved = (n0 * (work[e + X0 * lanes] - work[e + P0 * lanes] - work[after + X0 * lanes]
-                               + work[after + P0 * lanes])
-                         + n1 * (work[e + X1 * lanes] - work[e + P1 * lanes] - work[after + X1 * lanes]
-                                 + work[after + P1 * lanes])
-                         + n2 * (work[e + X2 * lanes] - work[e + P2 * lanes] - work[after + X2 * lanes]
-                                 + work[after + P2 * lanes]))
-                rhs = (-(stiff * (length - work[e + REST_ * lanes]) + damp * moved + work[e + LAM_ * lanes])
-                       if live else 0.0)
-            sub = -scale * wi * (work[before + N0 * lanes] * n0 + work[before + N1 * lanes] * n1
+                moved_0 = (work[e + X0 * lanes] - work[e + P0 * lanes]
+                           - work[after + X0 * lanes] + work[after + P0 * lanes])
+                moved_1 = (work[e + X1 * lanes] - work[e + P1 * lanes]
+                           - work[after + X1 * lanes] + work[after + P1 * lanes])
+                moved_2 = (work[e + X2 * lanes] - work[e + P2 * lanes]
+                           - work[after + X2 * lanes] + work[after + P2 * lanes])
+                moved = n0 * moved_0 + n1 * moved_1 + n2 * moved_2
+                rhs = (-(stiff * (length - work[e + REST_ * lanes]) + damp * moved
+                         + work[e + LAM_ * lanes]) if live else 0.0)
+            sub = -scale * wi * (work[before + N0 * lanes] * n0
+                                 + work[before + N1 * lanes] * n1
                                  + work[before + N2 * lanes] * n2)
             sup = -scale * wj * (n0 * work[after + N0 * lanes] + n1 * work[after + N1 * lanes]
                                  + n2 * work[after + N2 * lanes])
