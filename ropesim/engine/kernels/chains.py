@@ -273,27 +273,24 @@ def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid
     for e in range(lo - size, lo):  # the slots of zeros before the first and after the last
         work[e] = 0.0
         work[e + (capacity + 1) * size] = 0.0
-    for t in range(capacity):
-        row = np.uint64(lo + t * size)
-        for ln in range(width):
-            e = row + np.uint64(ln)
-            p = slot_particle[top + t * width + ln]
-            s = row_spring[top + t * width + ln]
-            q = max(p, 0)
-            on = p >= 0
-            work[e + X0 * lanes] = x[q, 0] if on else 0.0
-            work[e + X1 * lanes] = x[q, 1] if on else 0.0
-            work[e + X2 * lanes] = x[q, 2] if on else 0.0
-            work[e + P0 * lanes] = x_prev[q, 0] if on else 0.0
-            work[e + P1 * lanes] = x_prev[q, 1] if on else 0.0
-            work[e + P2 * lanes] = x_prev[q, 2] if on else 0.0
-            work[e + W_ * lanes] = w[q] if on else 0.0
-            r = max(s, 0)
-            joined = s >= 0
-            work[e + REST_ * lanes] = rest[r] if joined else 0.0
-            work[e + K_ * lanes] = k[r] if joined else 0.0
-            work[e + C_ * lanes] = c[r] if joined else 0.0
-            work[e + LAM_ * lanes] = lam[r] if joined else 0.0
+    for i in range(capacity * width):  # gather: slot i // width, lane i % width
+        e = np.uint64(lo + (i // width) * size + i % width)
+        p, s = slot_particle[top + i], row_spring[top + i]
+        q = max(p, 0)
+        on = p >= 0
+        work[e + X0 * lanes] = x[q, 0] if on else 0.0
+        work[e + X1 * lanes] = x[q, 1] if on else 0.0
+        work[e + X2 * lanes] = x[q, 2] if on else 0.0
+        work[e + P0 * lanes] = x_prev[q, 0] if on else 0.0
+        work[e + P1 * lanes] = x_prev[q, 1] if on else 0.0
+        work[e + P2 * lanes] = x_prev[q, 2] if on else 0.0
+        work[e + W_ * lanes] = w[q] if on else 0.0
+        r = max(s, 0)
+        joined = s >= 0
+        work[e + REST_ * lanes] = rest[r] if joined else 0.0
+        work[e + K_ * lanes] = k[r] if joined else 0.0
+        work[e + C_ * lanes] = c[r] if joined else 0.0
+        work[e + LAM_ * lanes] = lam[r] if joined else 0.0
     first_row = np.uint64(lo)
     for ln in range(lanes):
         lane_direction(work, first_row + ln, slot, lanes)
@@ -348,15 +345,12 @@ def project_lanes(x, x_prev, w, lam, rest, k, c, per_k, per_spring, per_c, rigid
             lane_move(work, e + slot, slot, lanes)
     for ln in range(lanes):
         lane_move(work, first_row + ln, slot, lanes)
-    for t in range(capacity):
-        row = np.uint64(lo + t * size)
-        for ln in range(width):
-            e = row + np.uint64(ln)
-            p = slot_particle[top + t * width + ln]
-            s = row_spring[top + t * width + ln]
-            if p >= 0:
-                x[p, 0] = work[e + X0 * lanes]
-                x[p, 1] = work[e + X1 * lanes]
-                x[p, 2] = work[e + X2 * lanes]
-            if s >= 0:
-                lam[s] = work[e + LAM_ * lanes]
+    for i in range(capacity * width):  # scatter
+        e = np.uint64(lo + (i // width) * size + i % width)
+        p, s = slot_particle[top + i], row_spring[top + i]
+        if p >= 0:
+            x[p, 0] = work[e + X0 * lanes]
+            x[p, 1] = work[e + X1 * lanes]
+            x[p, 2] = work[e + X2 * lanes]
+        if s >= 0:
+            lam[s] = work[e + LAM_ * lanes]
