@@ -150,7 +150,7 @@ def test_grid_kernel_equals_the_spring_list_kernel_bit_for_bit():
 
 
 def test_grid_colouring_separates_the_ends_of_every_spring():
-    """(r + a c) mod p: no spring of the cloth (bend springs two apart included) joins
+    """(a r + c) mod p: no spring of the cloth (bend springs two apart included) joins
     two particles of one colour; a layout with offsets that no pattern up to 16 colours
     separates falls back to the greedy colouring."""
     from ropesim.engine.kernels.grid import grid_layout

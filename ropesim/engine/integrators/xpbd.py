@@ -224,7 +224,8 @@ def xpbd_chain_step_parallel(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, 
                              external, has_external, lanes, h, substeps, iterations, per_k,
                              per_spring, per_c, rigid, damp, anchor, reach, work,
                              chunks, results):
-    """xpbd_chain_step with each family's chains in parallel (identical results)."""
+    """xpbd_chain_step with each family's blocks of lanes in parallel (identical
+    results)."""
     return _chain_substeps(x, v, x_prev, w, lam, inv_mass, fixed, rest, k, c, gravity,
                            external, has_external, lanes, h, substeps, iterations, per_k,
                            per_spring, per_c, rigid, damp, anchor, reach, work,
@@ -377,8 +378,8 @@ class XPBD(Integrator):
     def _chain_cover(self, x: np.ndarray) -> tuple:
         """(cover, lanes, work, passes): the chain cover of the spring list, its lanes
         (kernels/chains.py chain_lanes), the lane solve's work array and the serial /
-        parallel choice; made once per topology, along
-        the rest shape (the positions x (n, 3) m now where the model has none)."""
+        parallel choice; made once per topology, along the rest shape (the positions x
+        (n, 3) m now where the model has none)."""
         if self._chains is None:
             model = self.model
             n, m = model.n_particles, model.n_springs
