@@ -110,6 +110,14 @@ def threads() -> int:
     return int(numba.get_num_threads())
 
 
+def max_threads() -> int:
+    """The most threads a parallel kernel can ever use in this process
+    (numba.config.NUMBA_NUM_THREADS: numba.set_num_threads cannot go above it)."""
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
 def info() -> dict:
     """The threading configuration: layer (once a parallel kernel has run), threads,
     wait policy, mode."""

@@ -266,7 +266,9 @@ class VBD(Integrator):
         if self._grid is not None:  # the grid sweeps' layout and work arrays
             p = model.params
             self._grid_scratch = grid_scratch(grid.rows, grid.cols, grid.blocks,
-                                              self._pattern, MIN_BAND_TASKS, model.dtype,
+                                              self._pattern,
+                                              max(MIN_BAND_TASKS, parallel.max_threads()),
+                                              model.dtype,
                                               p.rest_lengths.dtype, p.stiffness.dtype)
         if self._pattern is not None:
             self._order, self._colour_starts = grid_vertex_colouring(layout, self._pattern)
@@ -293,10 +295,6 @@ class VBD(Integrator):
                                                   self._pattern[1], key[0], key[1])
                                     for tasks in (1, key[2]))
             self._schedule_key = key
-            scratch = self._grid_scratch
-            if scratch[10].shape[0] < key[2]:  # accumulators for each parallel task
-                self._grid_scratch = scratch[:10] + (np.zeros((key[2], scratch[10].shape[1])),
-                                                     ) + scratch[11:]
         return self._schedules
 
     @property
