@@ -153,8 +153,8 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
     have moved more than sqrt(limit_sq) (m) relative to each other since the build.
 
     Each primitive's bounding ball (a sphere's particle, bounding_ball for the others;
-    + thickness / 2) is put into every cell of side ``cell_size`` it overlaps, and each cell keeps the bounding box of the
-    displacements of the particles put into it. Two primitives within thickness have
+    + thickness / 2) is put into every cell of side ``cell_size`` it overlaps, and each
+    cell keeps the bounding box of the displacements of the particles put into it. Two primitives within thickness have
     overlapping balls, so they share a cell, and the relative displacement of any two of
     their points is at most that cell's box diagonal. A cell owns one bucket of the
     table (mask + 1 buckets, ``cell_key`` the cell that holds it): it starts at
