@@ -154,9 +154,10 @@ def drifted_locally(x, x_build, prims, thickness, cell_size, mask, box_min, box_
 
     Each primitive's bounding ball (a sphere's particle, bounding_ball for the others;
     + thickness / 2) is put into every cell of side ``cell_size`` it overlaps, and each
-    cell keeps the bounding box of the displacements of the particles put into it. Two primitives within thickness have
-    overlapping balls, so they share a cell, and the relative displacement of any two of
-    their points is at most that cell's box diagonal. A cell owns one bucket of the
+    cell keeps the bounding box of the displacements of the particles put into it. Two
+    primitives within thickness have overlapping balls, so they share a cell, and the
+    relative displacement of any two of their points is at most that cell's box
+    diagonal. A cell owns one bucket of the
     table (mask + 1 buckets, ``cell_key`` the cell that holds it): it starts at
     hash(cell) and probes on past the buckets of other cells, so two cells never share
     a box (a shared box holds displacements from far apart: a cloth that turns as a
