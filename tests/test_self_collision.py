@@ -337,6 +337,38 @@ def test_neighbour_list_holds_every_pair_within_the_thickness_while_cloths_tumbl
     assert 1 < builds < 120  # rebuilt, but not every step
 
 
+def test_a_list_the_drift_check_keeps_holds_every_pair_within_the_thickness():
+    """The tile-tree drift check (tiles.drifted) on a folded cloth moved as a whole, by
+    a smooth field, a local bump and noise of several sizes: whenever it keeps the list,
+    every non-excluded pair within the thickness now is listed; it keeps some lists and
+    not others."""
+    sim = folded_cloth()
+    neighbours = sim._self_collision.neighbours
+    neighbours.build(sim.positions, sim.thickness)
+    built = sim.positions.astype(np.float64)
+    excluded = excluded_particle_pairs(sim.system, sim.thickness)
+    skin = neighbours.skin
+    rng = np.random.default_rng(7)
+    kept = 0
+    for trial in range(40):
+        size = skin * (0.1 + 0.1 * (trial % 10))
+        move = rng.normal(0.0, 1.0, 3) * 5 * skin  # as a whole: never a reason to rebuild
+        move = move + size * np.sin(built @ rng.normal(0.0, 20.0, (3, 3)))  # smooth
+        bump = np.exp(-np.sum((built - built[rng.integers(len(built))]) ** 2, axis=1)
+                      / (4 * sim.thickness) ** 2)
+        move += size * bump[:, None] * rng.normal(0.0, 1.0, 3)
+        if trial % 2:
+            move += rng.normal(0.0, 0.2 * size, built.shape)
+        x = built + move
+        if neighbours._drifted(x, sim.thickness):
+            continue
+        kept += 1
+        gap = np.linalg.norm(x[:, None] - x[None], axis=2)
+        close = np.argwhere(np.triu(gap < sim.thickness, 1) & ~excluded)
+        assert {tuple(pair) for pair in close.tolist()} <= listed_pairs(sim)
+    assert 5 < kept < 35
+
+
 def folded_cloth(n=40, spacing=0.02):
     """An n x n cloth in the x-z plane folded in half over x: the right half turns over a
     crease (a half circle) and lies on the left half at a gap of half the thickness; the
