@@ -170,8 +170,8 @@ class NeighbourList:
                  t.extent, t.rest_members, t.spheres_only),
                 (t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members),
                 (t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi),
-                (t.stack, t.res_a, t.res_b, t.near_a, t.near_b, t.lane_pairs, t.lane_found,
-                 t.lane_tally), self.listed, exclude_sq, reach)
+                (t.stack, t.res_a, t.res_b, t.near_a, t.near_b, t.near_x, t.lane_pairs,
+                 t.lane_found, t.lane_tally), self.listed, exclude_sq, reach)
             if lane_needed > t.lane_pairs.shape[1]:
                 t.lane_pairs = np.zeros((t.lane_pairs.shape[0], 2 * lane_needed, 2), np.int32)
             elif total > self.listed.shape[0]:
