@@ -268,9 +268,8 @@ def test_neighbour_list_survives_rigid_motion_and_rebuilds_when_two_particles_cl
 
 def test_neighbour_list_survives_a_large_cloth_turning_as_a_whole():
     """A cloth that spins moves every particle far from the mean displacement (the
-    global check fails) but neighbours hardly relative to each other: the local check
-    keeps the list. Its cells must not share boxes through hash collisions (2,000-odd
-    cells: the old table merged some of them on every check)."""
+    global check fails) but neighbours hardly relative to each other: the walk of the
+    tiles' tree (tiles.drifted) keeps the list."""
     sim = rs.Simulation(rs.cloth(96, 96, spacing=0.01, plane="xz", pins="none"), dt=1e-3,
                         gravity=(0, 0, 0), self_collision=True)
     centre = sim.positions.mean(axis=0)

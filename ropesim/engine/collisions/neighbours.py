@@ -57,7 +57,7 @@ START_PAIRS = 1024
 #: its checks passed) to pay for its checks and its thicker reach: a check costs about a
 #: quarter of a build on a 128 x 128 cloth (0.24 against 0.8-1 ms), a build with the
 #: skin up to 1.6 times one without; a list that lasts fewer is rebuilt instead
-MIN_CHECKED_STEPS = 4
+MIN_CHECKED_STEPS = 3
 #: while rebuilding, a checked list is tried again every probe_every-th step:
 #: PROBE_EVERY, doubled after each probe that does not last, up to MAX_PROBE_EVERY
 PROBE_EVERY = 8
@@ -92,6 +92,7 @@ class NeighbourList:
 
     def __init__(self, prims: Primitives, n_particles: int):
         self.prims = prims
+        self.has_triangles = prims.n_triangles > 0
         self.tiles = build_tiles(prims)
         self.listed = np.zeros((START_PAIRS, 2), np.int32)  # pairs p < q, n_listed of them
         self.n_listed = 0
@@ -181,7 +182,8 @@ class NeighbourList:
                 break
         self.chooser.record(use_parallel, start)
         self.n_listed = total
-        self.x_build[:] = x
+        if self.checked:  # a rebuilt list is never checked against its positions
+            self.x_build[:] = x
         self.built_for = thickness
         self.reach = reach
         self.lived = 0

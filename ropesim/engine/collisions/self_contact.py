@@ -301,7 +301,7 @@ class SelfCollision:
     def neighbours(self) -> NeighbourList:
         """The neighbour list (made on first use, and again when ``sparse`` changes)."""
         nl = self._neighbours
-        if nl is None or (nl.prims.n_triangles > 0) != self.sparse:
+        if nl is None or nl.has_triangles != self.sparse:
             nl = self._neighbours = NeighbourList(
                 build_primitives(self.system, triangles=self.sparse), self.system.n_particles)
         return nl
