@@ -149,23 +149,3 @@ def weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2):
     gz = (wa0 * x[a0, 2] + wa1 * x[a1, 2] + wa2 * x[a2, 2]
           - wb0 * x[b0, 2] - wb1 * x[b1, 2] - wb2 * x[b2, 2])
     return gx, gy, gz
-
-
-@njit(cache=True, inline="always")
-def bounding_ball(x, a, b, c):
-    """Centre (m) and radius (m) of a ball around a primitive: a sphere (a, a, a) is its
-    particle, a capsule (a, b, b) its midpoint and half-length, a triangle (a, b, c)
-    its centroid and the farthest vertex."""
-    if c == b:
-        cx = 0.5 * (x[a, 0] + x[b, 0])
-        cy = 0.5 * (x[a, 1] + x[b, 1])
-        cz = 0.5 * (x[a, 2] + x[b, 2])
-    else:
-        cx = (x[a, 0] + x[b, 0] + x[c, 0]) / 3.0
-        cy = (x[a, 1] + x[b, 1] + x[c, 1]) / 3.0
-        cz = (x[a, 2] + x[b, 2] + x[c, 2]) / 3.0
-    radius_sq = 0.0
-    for corner in (a, b, c):
-        radius_sq = max(radius_sq, (x[corner, 0] - cx) ** 2 + (x[corner, 1] - cy) ** 2
-                        + (x[corner, 2] - cz) ** 2)
-    return cx, cy, cz, radius_sq ** 0.5

@@ -22,8 +22,9 @@ swinging or turning fast but smoothly keeps its list). Only when both fail is th
 rebuilt.
 
 Checking costs time too (about a quarter of a list build's, for a 128 x 128 cloth),
-and a list that the next step's check finds stale saves nothing. So the list is kept one of two ways:
-*checked*, built with a skin of SKIN_FACTOR thicknesses and checked every step, or
+and a list that the next step's check finds stale saves nothing. So the list is kept
+one of two ways: *checked*, built with a skin of SKIN_FACTOR thicknesses and checked
+every step, or
 *rebuilt*, built every step without a skin (reach = thickness: fewer tile pairs to
 settle) and never checked. A checked list that serves fewer than MIN_CHECKED_STEPS
 steps switches to rebuilding (a swinging or folding cloth whose layers slide a skin in
