@@ -24,14 +24,13 @@ rebuilt.
 Checking costs time too (about a quarter of a list build's, for a 128 x 128 cloth),
 and a list that the next step's check finds stale saves nothing. So the list is kept
 one of two ways: *checked*, built with a skin of SKIN_FACTOR thicknesses and checked
-every step, or
-*rebuilt*, built every step without a skin (reach = thickness: fewer tile pairs to
-settle) and never checked. A checked list that serves fewer than MIN_CHECKED_STEPS
-steps switches to rebuilding (a swinging or folding cloth whose layers slide a skin in
-a few steps); every probe_every-th rebuilt step (PROBE_EVERY, doubled after each probe
-that does not last, up to MAX_PROBE_EVERY) tries a checked list again. The choice
-depends on the positions only, as does the pass (self_contact.py): it changes the
-speed, never the result.
+every step, or *rebuilt*, built every step without a skin (reach = thickness: fewer
+tile pairs to settle) and never checked. A checked list that serves fewer than
+MIN_CHECKED_STEPS steps switches to rebuilding (a swinging or folding cloth whose
+layers slide a skin in a few steps); every probe_every-th rebuilt step (PROBE_EVERY,
+doubled after each probe that does not last, up to MAX_PROBE_EVERY) tries a checked
+list again. The choice depends on the positions only, as does the pass
+(self_contact.py): it changes the speed, never the result.
 """
 
 from __future__ import annotations
