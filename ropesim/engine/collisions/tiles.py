@@ -628,6 +628,17 @@ def refit_tree(node_left, node_right, node_tile, lo, hi, node_lo, node_hi):
 
 
 @njit(cache=True, inline="always")
+def _apart(i, j, node_lo, node_hi, reach):
+    """Whether the boxes of tree nodes i and j are farther apart than ``reach`` (m) on
+    some axis."""
+    apart = False
+    for d in range(3):
+        if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
+            apart = True
+    return apart
+
+
+@njit(cache=True, inline="always")
 def _open(i, j, node_left, node_right, node_tile, node_lo, node_hi, stack, top):
     """Push the pairs of children of the node pair (i, j) (not two leaves) onto the walk's
     stack from ``top``; returns the new top. A node against itself gives its children's
@@ -705,14 +716,13 @@ def drifted(x, x_build, part_start, part_list, boxes, tree, stack, reach, limit_
     while top > 0:
         top -= 1
         i, j = stack[top, 0], stack[top, 1]
-        apart = False
+        if _apart(i, j, node_lo, node_hi, reach):
+            continue
         spread_sq = 0.0
         for d in range(3):
-            if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
-                apart = True
             spread_sq += (max(node_move_hi[i, d], node_move_hi[j, d])
                           - min(node_move_lo[i, d], node_move_lo[j, d])) ** 2
-        if apart or spread_sq <= limit_sq:
+        if spread_sq <= limit_sq:
             continue
         if node_tile[i] >= 0 and node_tile[j] >= 0:
             return True
@@ -748,11 +758,7 @@ def _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, rea
                 top = _open(i, j, node_left, node_right, node_tile, node_lo, node_hi, stack,
                             top)
                 continue
-            apart = False
-            for d in range(3):
-                if node_lo[j, d] > node_hi[i, d] + reach or node_lo[i, d] > node_hi[j, d] + reach:
-                    apart = True
-            if apart:
+            if _apart(i, j, node_lo, node_hi, reach):
                 continue
             a, b = node_tile[i], node_tile[j]
             if a < 0 or b < 0:
