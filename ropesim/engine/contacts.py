@@ -159,8 +159,8 @@ class ContactSet:
     friction], spheres (k, 5) [centre, radius, friction], the collider table and the
     meshes' BVHs (built once here), the rope segments of ``system`` (tested against the
     colliders) and its cloth edges (tested against the thin ones: sheet_segments, from
-    ``positions`` at ``time``), the jumps of moves made between steps, with the scratch
-    the kernel writes."""
+    ``positions`` at ``time``) and triangles (against the tips of closed meshes: tips),
+    the jumps of moves made between steps, with the scratch the kernel writes."""
 
     def __init__(self, contacts: Sequence[Contact], n_particles: int, dtype: Any,
                  system: SpringSystem | None = None, positions: np.ndarray | None = None,
@@ -231,6 +231,8 @@ class ContactSet:
         self._stack = np.zeros(STACK_SIZE, dtype=np.int64)
         self.sheet_segments, self.sheet_ranges = self._sheet_segments(
             [c for c in contacts if isinstance(c, COLLIDER_TYPES)], system, positions, time)
+        self.tips, self.tip_ranges, self.sheet_triangles = self._tips(
+            [c for c in contacts if isinstance(c, COLLIDER_TYPES)], system)
         #: whether the kernel skips colliders far from a block of particles or a rope
         #: segment (off: every one is tested, with the same results, slower)
         self.broad_phase = True
@@ -273,14 +275,36 @@ class ContactSet:
             count += len(part)
         return np.ascontiguousarray(np.concatenate(parts)), ranges
 
+    @staticmethod
+    def _tips(colliders: Sequence[Collider], system: SpringSystem | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(tips (q, 3) m, ranges (k, 2) int64, triangles (t, 3) int64): the tips of the
+        closed meshes (Mesh.tips, in their frames; collider c's the rows ranges[c, 0] ..
+        ranges[c, 1] - 1) and the cloth's triangles they meet; none without triangles or
+        tips."""
+        ranges = np.zeros((len(colliders), 2), dtype=np.int64)
+        none = np.zeros((0, 3)), ranges, np.zeros((0, 3), dtype=np.int64)
+        if system is None or system.triangles is None or not len(system.triangles):
+            return none
+        parts, count = [], 0
+        for c, collider in enumerate(colliders):
+            if isinstance(collider, Mesh) and len(collider.tips):
+                parts.append(collider.tips)
+                ranges[c] = count, count + len(collider.tips)
+                count += len(collider.tips)
+        if not parts:
+            return none
+        return (np.ascontiguousarray(np.concatenate(parts)), ranges,
+                np.ascontiguousarray(np.asarray(system.triangles, dtype=np.int64).reshape(-1, 3)))
+
     @property
     def moving(self) -> bool:
         """Whether contacts may do work: a collider has a velocity, a spin or keyframes,
-        or was moved from Python, or rope segments or a cloth's edges meet colliders
-        (keeping a sparse rope's straight segments off a thin rod lifts the particles
-        between which it passes)."""
+        or was moved from Python, or rope segments, a cloth's edges or its triangles meet
+        colliders (keeping a sparse rope's straight segments off a thin rod lifts the
+        particles between which it passes)."""
         return (self._driven or bool(self._paths) or len(self.segments) > 0
-                or len(self.sheet_segments) > 0
+                or len(self.sheet_segments) > 0 or len(self.tips) > 0
                 or bool(np.any(self.colliders[:, VELOCITY:SPIN + 3] != 0.0)))
 
     def remember(self, x: np.ndarray) -> None:
@@ -299,7 +323,8 @@ class ContactSet:
                                 self.grounds, self.spheres, self.colliders, self.meshes,
                                 self.boxes, self.links, self.triangles, self.grids,
                                 self.distances, self.segments, self.segment_ranges,
-                                self.sheet_segments, self.sheet_ranges, self.jumps,
+                                self.sheet_segments, self.sheet_ranges,
+                                self.sheet_triangles, self.tips, self.tip_ranges, self.jumps,
                                 self._poses, self._motion, self._scratch,
                                 self._segment_scratch, self._bounds, self._near,
                                 self._stack, time, dt, planar, self.broad_phase)

@@ -39,12 +39,7 @@ def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     face /= np.linalg.norm(face, axis=1)[:, None]
     out = np.zeros((len(triangles), 21))
     out[:, 0:3] = face
-    vertex_sum = np.zeros((welded.max() + 1, 3))
-    for k in range(3):
-        u = corners[:, (k + 1) % 3] - corners[:, k]
-        w = corners[:, (k + 2) % 3] - corners[:, k]
-        cos = np.einsum("ij,ij->i", u, w) / (np.linalg.norm(u, axis=1) * np.linalg.norm(w, axis=1))
-        np.add.at(vertex_sum, ids[:, k], np.arccos(np.clip(cos, -1.0, 1.0))[:, None] * face)
+    vertex_sum = _vertex_sums(corners, face, ids, welded.max() + 1)
     edges = np.sort(np.stack([ids, np.roll(ids, -1, axis=1)], -1).reshape(-1, 2), axis=1)
     _, edge_id = np.unique(edges, axis=0, return_inverse=True)
     edge_sum = np.zeros((edge_id.max() + 1, 3))
@@ -55,6 +50,19 @@ def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
         out[:, 3 + 3 * k:6 + 3 * k] = vn / np.maximum(np.linalg.norm(vn, axis=1), 1e-300)[:, None]
         out[:, 12 + 3 * k:15 + 3 * k] = en / np.maximum(np.linalg.norm(en, axis=1), 1e-300)[:, None]
     return out
+
+
+def _vertex_sums(corners: np.ndarray, face: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+    """(n, 3): per (welded) vertex, the sum of its triangles' unit face normals ``face``
+    weighted by the triangles' angles at it (``corners`` (t, 3, 3) m, ``ids`` (t, 3) the
+    welded vertex of each corner): its angle-weighted pseudo-normal, not normalised."""
+    vertex_sum = np.zeros((n, 3))
+    for k in range(3):
+        u = corners[:, (k + 1) % 3] - corners[:, k]
+        w = corners[:, (k + 2) % 3] - corners[:, k]
+        cos = np.einsum("ij,ij->i", u, w) / (np.linalg.norm(u, axis=1) * np.linalg.norm(w, axis=1))
+        np.add.at(vertex_sum, ids[:, k], np.arccos(np.clip(cos, -1.0, 1.0))[:, None] * face)
+    return vertex_sum
 
 
 def build_bvh(vertices: np.ndarray, triangles: np.ndarray
@@ -448,3 +456,43 @@ def inscribed_widths(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     out = np.zeros(len(rows))
     _inscribed_widths(boxes, links, rows, np.zeros(STACK_SIZE, np.int64), out)
     return out
+
+
+#: how far in (m) tip_sines looks from a vertex, in shortest edges at the vertex: deep
+#: enough to leave the vertex's own faces' rounding, shallow enough to stay in its tip
+TIP_DEPTH = 0.25
+
+
+@njit(cache=True)
+def _tip_sines(points, depths, boxes, links, triangles, stack, out):
+    """out[k] = the distance (m) from points[k] to the surface over depths[k] (m)."""
+    for k in range(points.shape[0]):
+        d2 = closest_point(points[k, 0], points[k, 1], points[k, 2], np.inf, boxes, links,
+                           triangles, stack)[0]
+        out[k] = np.sqrt(d2) / depths[k]
+
+
+def tip_sines(vertices: np.ndarray, triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(points (k, 3) m, sines (k,)): each distinct vertex of a closed mesh wound outward,
+    and how sharp its tip is, the sine of the half angle of the cone that fits in it: the
+    distance to the surface from the point TIP_DEPTH shortest edges in from the vertex
+    (against its angle-weighted normal), over that depth. 1 on a flat or concave part,
+    1/sqrt(3) at a cube's corner, sin 10 deg at a cone's apex 20 deg wide."""
+    points, welded = np.unique(vertices, axis=0, return_inverse=True)
+    ids = welded.ravel()[triangles]
+    corners = points[ids]
+    face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    face /= np.linalg.norm(face, axis=1)[:, None]
+    normal = _vertex_sums(corners, face, ids, len(points))
+    normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+    shortest = np.full(len(points), np.inf)
+    for k in range(3):
+        edge = np.linalg.norm(corners[:, (k + 1) % 3] - corners[:, k], axis=1)
+        np.minimum.at(shortest, ids[:, k], edge)
+        np.minimum.at(shortest, ids[:, (k + 1) % 3], edge)
+    depths = TIP_DEPTH * shortest
+    boxes, links, rows = build_bvh(vertices, triangles)
+    out = np.zeros(len(points))
+    _tip_sines(np.ascontiguousarray(points - depths[:, None] * normal), depths, boxes, links,
+               rows, np.zeros(STACK_SIZE, np.int64), out)
+    return points, out

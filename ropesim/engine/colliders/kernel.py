@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .bvh import FACE, closest_point, closest_to_segment, first_crossing, segment_params
+from .bvh import (EDGE_SLACK, FACE, closest_point, closest_to_segment, first_crossing,
+                  segment_params)
 
 BOX, CAPSULE, MESH = 0, 1, 2
 #: Columns of the collider table (float64, one row a collider).
@@ -623,36 +624,36 @@ def _first_touch(row, a0, b0, a1, b1, boxes, links, triangles, stack):
 
 
 @njit(cache=True)
-def _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion, friction, planar):
-    """Move the point a + s (b - a) of the rope segment of particles i, j out by depth (m)
-    along the normal n (the collider's frame at ``pose``), the correction shared by the
-    two particles by their inverse masses wi, wj (1/kg) and weights on that point; remove
-    the point's inward velocity relative to the surface (``motion``: the collider's
-    velocity and spin) and apply Coulomb ``friction`` to its tangential part, shared the
-    same way. Returns whether it moved (False: both weights are 0)."""
+def _push_corners(x, v, i, j, k, wi, wj, wk, ci, cj, ck, depth, nx, ny, nz, pose, motion,
+                  friction, planar):
+    """Move the point ci x_i + cj x_j + ck x_k (weights summing to 1: a point of a rope
+    segment, with k = j and ck = 0, or of a cloth triangle) out by depth (m) along the
+    normal n (the collider's frame at ``pose``), the correction shared by the particles
+    by their inverse masses wi, wj, wk (1/kg) and weights on that point; remove the
+    point's inward velocity relative to the surface (``motion``: the collider's velocity
+    and spin) and apply Coulomb ``friction`` to its tangential part, shared the same
+    way. Returns whether it moved (False: all weights are 0)."""
     nx, ny, nz = _rotate(pose, nx, ny, nz)
     if planar:
         nz = 0.0
-    # move the point a + s (b - a) out by depth: particle i by (1 - s) wi lam n,
-    # j by s wj lam n, with lam = depth / ((1 - s)^2 wi + s^2 wj)
-    ui, uj = (1.0 - s) * wi, s * wj
-    weight = (1.0 - s) * ui + s * uj
+    # move the point out by depth: particle i by ci wi lam n, j by cj wj lam n, k by
+    # ck wk lam n, with lam = depth / (ci^2 wi + cj^2 wj + ck^2 wk)
+    ui, uj, uk = ci * wi, cj * wj, ck * wk
+    weight = ci * ui + cj * uj + ck * uk
     if weight <= 0.0:
         return False
     lam = depth / weight
-    x[i, 0] += ui * lam * nx
-    x[i, 1] += ui * lam * ny
-    x[i, 2] += ui * lam * nz
-    x[j, 0] += uj * lam * nx
-    x[j, 1] += uj * lam * ny
-    x[j, 2] += uj * lam * nz
-    px = (1.0 - s) * x[i, 0] + s * x[j, 0]
-    py = (1.0 - s) * x[i, 1] + s * x[j, 1]
-    pz = (1.0 - s) * x[i, 2] + s * x[j, 2]
+    for d, n in ((0, nx), (1, ny), (2, nz)):
+        x[i, d] += ui * lam * n
+        x[j, d] += uj * lam * n
+        x[k, d] += uk * lam * n
+    px = ci * x[i, 0] + cj * x[j, 0] + ck * x[k, 0]
+    py = ci * x[i, 1] + cj * x[j, 1] + ck * x[k, 1]
+    pz = ci * x[i, 2] + cj * x[j, 2] + ck * x[k, 2]
     sx, sy, sz = _surface_velocity(motion, px - pose[0], py - pose[1], pz - pose[2])
-    rvx = (1.0 - s) * v[i, 0] + s * v[j, 0] - sx
-    rvy = (1.0 - s) * v[i, 1] + s * v[j, 1] - sy
-    rvz = (1.0 - s) * v[i, 2] + s * v[j, 2] - sz
+    rvx = ci * v[i, 0] + cj * v[j, 0] + ck * v[k, 0] - sx
+    rvy = ci * v[i, 1] + cj * v[j, 1] + ck * v[k, 1] - sy
+    rvz = ci * v[i, 2] + cj * v[j, 2] + ck * v[k, 2] - sz
     vn = rvx * nx + rvy * ny + rvz * nz
     if vn >= 0.0:
         return True
@@ -665,13 +666,11 @@ def _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion, fricti
     gx = (-vn * nx - (1.0 - keep) * tx) / weight
     gy = (-vn * ny - (1.0 - keep) * ty) / weight
     gz = (-vn * nz - (1.0 - keep) * tz) / weight
-    v[i, 0] += ui * gx
-    v[i, 1] += ui * gy
-    v[j, 0] += uj * gx
-    v[j, 1] += uj * gy
-    if not planar:
-        v[i, 2] += ui * gz
-        v[j, 2] += uj * gz
+    for d, g in ((0, gx), (1, gy), (2, gz)):
+        if d < 2 or not planar:
+            v[i, d] += ui * g
+            v[j, d] += uj * g
+            v[k, d] += uk * g
     return True
 
 
@@ -687,7 +686,7 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, ranges, colliders, meshe
     colliders' poses after the step, a segment that a collider pokes through between its
     two particles (a thin rod, a box edge or a mesh ridge narrower than the spacing) is
     pushed out at its deepest point (a mesh: _segment_mesh). Each push is shared by the
-    two particles (_push_segment). With ``broad_phase``, a collider is tested only against
+    two particles (_push_corners). With ``broad_phase``, a collider is tested only against
     the segments whose motion's box comes near it (_segment_near). ``scratch`` (15,)
     holds the segment's ends in the collider's frame; collider c meets the segments
     ranges[c, 0] .. ranges[c, 1] - 1. Returns how many pushes were made."""
@@ -728,9 +727,9 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, ranges, colliders, meshe
                     depth = plane - ((a[0] + s * (b[0] - a[0])) * nx
                                      + (a[1] + s * (b[1] - a[1])) * ny
                                      + (a[2] + s * (b[2] - a[2])) * nz)
-                    if depth > 0.0 and _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny,
-                                                     nz, pose, motion[c], row[FRICTION],
-                                                     planar):
+                    if depth > 0.0 and _push_corners(x, v, i, j, j, wi, wj, wj, 1.0 - s, s,
+                                                     0.0, depth, nx, ny, nz, pose, motion[c],
+                                                     row[FRICTION], planar):
                         touching += 1
                         a[0], a[1], a[2] = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
                         b[0], b[1], b[2] = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
@@ -745,10 +744,173 @@ def _segment_contacts(x, x_prev, v, inv_mass, segments, ranges, colliders, meshe
                 s, depth, nx, ny, nz = _segment_depth(row, ax, ay, az, bx, by, bz)
                 if depth <= 0.0:
                     continue
-            if _push_segment(x, v, i, j, wi, wj, s, depth, nx, ny, nz, pose, motion[c],
-                             row[FRICTION], planar):
+            if _push_corners(x, v, i, j, j, wi, wj, wj, 1.0 - s, s, 0.0, depth, nx, ny, nz,
+                             pose, motion[c], row[FRICTION], planar):
                 touching += 1
     return touching
+
+
+@njit(cache=True, inline="always")
+def _plane(ax, ay, az, bx, by, bz, cx, cy, cz):
+    """(unit normal, ok) of the triangle a, b, c; ok is False for a degenerate one."""
+    nx = (by - ay) * (cz - az) - (bz - az) * (cy - ay)
+    ny = (bz - az) * (cx - ax) - (bx - ax) * (cz - az)
+    nz = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+    length = np.sqrt(nx * nx + ny * ny + nz * nz)
+    if length == 0.0:
+        return 0.0, 0.0, 0.0, False
+    return nx / length, ny / length, nz / length, True
+
+
+@njit(cache=True, inline="always")
+def _barycentric(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
+    """(wa, wb, wc): the barycentric weights of p (in the triangle's plane)."""
+    ux, uy, uz = bx - ax, by - ay, bz - az
+    wx, wy, wz = cx - ax, cy - ay, cz - az
+    qx, qy, qz = px - ax, py - ay, pz - az
+    uu, uw, ww = ux * ux + uy * uy + uz * uz, ux * wx + uy * wy + uz * wz, wx * wx + wy * wy + wz * wz
+    qu, qw = qx * ux + qy * uy + qz * uz, qx * wx + qy * wy + qz * wz
+    det = uu * ww - uw * uw
+    if det <= 0.0:
+        return -1.0, -1.0, -1.0
+    wb = (ww * qu - uw * qw) / det
+    wc = (uu * qw - uw * qu) / det
+    return 1.0 - wb - wc, wb, wc
+
+
+@njit(cache=True)
+def _tip_contacts(x, x_prev, v, inv_mass, sheet_triangles, tips, tip_ranges, colliders,
+                  poses, motion):
+    """The tips of closed meshes (Mesh.tips: points in the collider's frame; collider c's
+    are rows tip_ranges[c, 0] .. tip_ranges[c, 1] - 1) against a cloth's triangles
+    (``sheet_triangles`` (t, 3) particle indices): a tip keeps the collider's contact
+    distance row[P0] (m) off a triangle over whose inside it stands, on the side of the
+    triangle it was on at the start of the step, so a tip that went through a triangle
+    during the step (by no more than the triangle's motion and the contact distance; its
+    foot inside the triangle before or after) is put back on the side it came from: the
+    triangle is pushed out along its normal at the tip's foot. A tip beside a triangle
+    (under the ridge of a fold) keeps that distance off its edges instead, the nearest
+    point pushed away from the tip (_edge_push). Each push is shared by the triangle's
+    particles (_push_corners). In the collider's frame before (x_prev, poses[c, 0]) and
+    after the step (x, poses[c, 1]); a triangle whose box over the step misses the tips'
+    is skipped. Returns how many pushes were made."""
+    touching = 0
+    for c in range(colliders.shape[0]):
+        first, last = tip_ranges[c, 0], tip_ranges[c, 1]
+        if first == last:
+            continue
+        row = colliders[c]
+        before, after = poses[c, 0], poses[c, 1]
+        gap = row[P0]
+        # the box (m) of the tips over the step, grown by the gap
+        lx = ly = lz = np.inf
+        hx = hy = hz = -np.inf
+        for m in range(first, last):
+            for pose in (before, after):
+                wx, wy, wz = _rotate(pose, tips[m, 0], tips[m, 1], tips[m, 2])
+                wx, wy, wz = wx + pose[0], wy + pose[1], wz + pose[2]
+                lx, ly, lz = min(lx, wx - gap), min(ly, wy - gap), min(lz, wz - gap)
+                hx, hy, hz = max(hx, wx + gap), max(hy, wy + gap), max(hz, wz + gap)
+        for f in range(sheet_triangles.shape[0]):
+            i, j, k = sheet_triangles[f, 0], sheet_triangles[f, 1], sheet_triangles[f, 2]
+            if (min(x[i, 0], x[j, 0], x[k, 0], x_prev[i, 0], x_prev[j, 0], x_prev[k, 0]) > hx
+                    or max(x[i, 0], x[j, 0], x[k, 0], x_prev[i, 0], x_prev[j, 0],
+                           x_prev[k, 0]) < lx
+                    or min(x[i, 1], x[j, 1], x[k, 1], x_prev[i, 1], x_prev[j, 1],
+                           x_prev[k, 1]) > hy
+                    or max(x[i, 1], x[j, 1], x[k, 1], x_prev[i, 1], x_prev[j, 1],
+                           x_prev[k, 1]) < ly
+                    or min(x[i, 2], x[j, 2], x[k, 2], x_prev[i, 2], x_prev[j, 2],
+                           x_prev[k, 2]) > hz
+                    or max(x[i, 2], x[j, 2], x[k, 2], x_prev[i, 2], x_prev[j, 2],
+                           x_prev[k, 2]) < lz):
+                continue
+            a0x, a0y, a0z = _to_local(before, x_prev[i, 0], x_prev[i, 1], x_prev[i, 2])
+            b0x, b0y, b0z = _to_local(before, x_prev[j, 0], x_prev[j, 1], x_prev[j, 2])
+            c0x, c0y, c0z = _to_local(before, x_prev[k, 0], x_prev[k, 1], x_prev[k, 2])
+            n0x, n0y, n0z, ok0 = _plane(a0x, a0y, a0z, b0x, b0y, b0z, c0x, c0y, c0z)
+            for m in range(first, last):
+                tx, ty, tz = tips[m, 0], tips[m, 1], tips[m, 2]
+                ax, ay, az = _to_local(after, x[i, 0], x[i, 1], x[i, 2])
+                bx, by, bz = _to_local(after, x[j, 0], x[j, 1], x[j, 2])
+                cx, cy, cz = _to_local(after, x[k, 0], x[k, 1], x[k, 2])
+                nx, ny, nz, ok1 = _plane(ax, ay, az, bx, by, bz, cx, cy, cz)
+                if not ok1:
+                    continue
+                s1 = nx * (tx - ax) + ny * (ty - ay) + nz * (tz - az)
+                s0 = (n0x * (tx - a0x) + n0y * (ty - a0y) + n0z * (tz - a0z)) if ok0 else s1
+                side = 1.0 if s0 > 0.0 or (s0 == 0.0 and s1 >= 0.0) else -1.0
+                beyond = side * s1  # the tip's distance on its side (< 0: gone through)
+                moved = np.sqrt(max((ax - a0x) ** 2 + (ay - a0y) ** 2 + (az - a0z) ** 2,
+                                    (bx - b0x) ** 2 + (by - b0y) ** 2 + (bz - b0z) ** 2,
+                                    (cx - c0x) ** 2 + (cy - c0y) ** 2 + (cz - c0z) ** 2))
+                if beyond >= gap or -beyond > moved + gap:
+                    continue
+                wa, wb, wc = _barycentric(tx - s1 * nx, ty - s1 * ny, tz - s1 * nz, ax, ay, az,
+                                          bx, by, bz, cx, cy, cz)
+                over = min(wa, wb, wc) >= -EDGE_SLACK
+                if not over and beyond < 0.0 and ok0:  # gone through: where it stood before
+                    va, vb, vc = _barycentric(tx - s0 * n0x, ty - s0 * n0y, tz - s0 * n0z, a0x,
+                                              a0y, a0z, b0x, b0y, b0z, c0x, c0y, c0z)
+                    if min(va, vb, vc) >= -EDGE_SLACK:  # over the inside: push there
+                        over = True
+                        wa, wb, wc = max(wa, 0.0), max(wb, 0.0), max(wc, 0.0)
+                        total = wa + wb + wc
+                        wa, wb, wc = wa / total, wb / total, wc / total
+                if over:  # out along the normal
+                    depth, ux, uy, uz = gap - beyond, -side * nx, -side * ny, -side * nz
+                else:  # beside it: away from the tip, from the nearest point of its edges
+                    depth, ux, uy, uz, wa, wb, wc = _edge_push(tx, ty, tz, ax, ay, az, bx, by,
+                                                               bz, cx, cy, cz, gap)
+                    if depth <= 0.0:
+                        continue
+                if _push_corners(x, v, i, j, k, inv_mass[i], inv_mass[j], inv_mass[k], wa, wb,
+                                 wc, depth, ux, uy, uz, after, motion[c], row[FRICTION], False):
+                    touching += 1
+    return touching
+
+
+@njit(cache=True, inline="always")
+def _nearest_on_edge(tx, ty, tz, ax, ay, az, bx, by, bz):
+    """(squared distance m^2, u): the point a + u (b - a) of the edge nearest to t."""
+    ex, ey, ez = bx - ax, by - ay, bz - az
+    length_sq = ex * ex + ey * ey + ez * ez
+    u = 0.0
+    if length_sq > 0.0:
+        u = min(max(((tx - ax) * ex + (ty - ay) * ey + (tz - az) * ez) / length_sq, 0.0), 1.0)
+    dx, dy, dz = ax + u * ex - tx, ay + u * ey - ty, az + u * ez - tz
+    return dx * dx + dy * dy + dz * dz, u
+
+
+@njit(cache=True)
+def _edge_push(tx, ty, tz, ax, ay, az, bx, by, bz, cx, cy, cz, gap):
+    """(depth m, direction, weights wa, wb, wc) that move the point of the triangle's
+    edges nearest to the tip t out to ``gap`` (m) from it, away from it (depth <= 0: it is
+    that far already)."""
+    best, u, first = np.inf, 0.0, 0
+    for edge in range(3):
+        if edge == 0:
+            d2, w = _nearest_on_edge(tx, ty, tz, ax, ay, az, bx, by, bz)
+        elif edge == 1:
+            d2, w = _nearest_on_edge(tx, ty, tz, bx, by, bz, cx, cy, cz)
+        else:
+            d2, w = _nearest_on_edge(tx, ty, tz, cx, cy, cz, ax, ay, az)
+        if d2 <= best:
+            best, u, first = d2, w, edge
+    dist = np.sqrt(best)
+    if dist >= gap or dist == 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    wa = wb = wc = 0.0
+    if first == 0:
+        wa, wb = 1.0 - u, u
+    elif first == 1:
+        wb, wc = 1.0 - u, u
+    else:
+        wc, wa = 1.0 - u, u
+    px = wa * ax + wb * bx + wc * cx
+    py = wa * ay + wb * by + wc * cy
+    pz = wa * az + wb * bz + wc * cz
+    return (gap - dist, (px - tx) / dist, (py - ty) / dist, (pz - tz) / dist, wa, wb, wc)
 
 
 @njit(cache=True)
@@ -911,8 +1073,9 @@ def _box_near(lx, ly, lz, hx, hy, hz, bounds, c):
 @njit(cache=True)
 def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders, meshes,
                      boxes, links, triangles, grids, distances, segments, segment_ranges,
-                     sheet_segments, sheet_ranges, jumps, poses, motion, scratch,
-                     segment_scratch, bounds, near, stack, time, dt, planar, broad_phase):
+                     sheet_segments, sheet_ranges, sheet_triangles, tips, tip_ranges, jumps,
+                     poses, motion, scratch, segment_scratch, bounds, near, stack, time, dt,
+                     planar, broad_phase):
     """Push free particles out of every obstacle; returns how many contacts were made.
 
     ``x_prev``: the positions before the step (m); ``inv_mass`` (n,) 1/kg (0: fixed);
@@ -921,7 +1084,9 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
     and the distance grids (``grids`` (m, 8) their layout, bvh.distance_grid);
     ``segments`` (s, 2) int64 the rope segments and ``sheet_segments`` a cloth's
     triangle edges, collider c tested against those of rows ``segment_ranges[c]`` and
-    ``sheet_ranges[c]`` ((k, 2) int64 [first, end));
+    ``sheet_ranges[c]`` ((k, 2) int64 [first, end)); ``sheet_triangles`` (t, 3) int64 a
+    cloth's triangles, met by the ``tips`` (q, 3) of closed meshes (m, in their frames;
+    collider c's the rows ``tip_ranges[c]``, (k, 2) int64 [first, end): _tip_contacts);
     ``jumps`` (k, JUMP_COLUMNS) the moves made between steps; ``poses`` (k, 2, 12),
     ``motion`` (k, 6), ``scratch`` (24,), ``segment_scratch`` (15,), ``bounds`` (k, 13),
     ``near`` (k,) and ``stack`` scratch; ``time`` (s) the time at the start of the step
@@ -1020,4 +1185,7 @@ def project_contacts(x, x_prev, v, inv_mass, fixed, grounds, spheres, colliders,
                                       colliders, meshes, boxes, links, triangles, grids,
                                       distances, poses, motion, bounds, broad_phase, stack,
                                       segment_scratch, planar)
+    if tips.shape[0] > 0 and not planar:  # sharp points of meshes against a cloth's triangles
+        touching += _tip_contacts(x, x_prev, v, inv_mass, sheet_triangles, tips, tip_ranges,
+                                  colliders, poses, motion)
     return touching

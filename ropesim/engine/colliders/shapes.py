@@ -29,6 +29,12 @@ from ..model import as_float_array, check_number, show
 MARGIN_SHARE = 0.2
 AUTO_MARGIN = "auto"
 
+#: A closed mesh's vertex is a tip (Mesh.tips) when the cone that fits in it has a half
+#: angle below asin(TIP_SINE) = 30 deg: a cloth dropped on such a point lets it through
+#: between its particles (a 14 deg cone did); a cube's corners (35 deg) and a cylinder's
+#: rim (42 deg) stop it.
+TIP_SINE = 0.5
+
 #: Largest Coulomb friction coefficient accepted. Beyond a few the contact already
 #: takes off all tangential speed for any landing steeper than atan(1 / friction);
 #: real materials stay below about 2.
@@ -285,13 +291,13 @@ class Mesh(_Surface):
     closed: bool = field(init=False)
     #: (vertices, triangles, closed, derived) as checked; a copy made with
     #: dataclasses.replace (a move) hands it on, so the same arrays are not checked and
-    #: oriented again, nor ``derived`` (thinnest) worked out again
+    #: oriented again, nor ``derived`` (thinnest, tips) worked out again
     _checked: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         checked = self._checked
         if checked is None or checked[0] is not self.vertices or checked[1] is not self.triangles:
-            # the checked arrays, and what is derived from them once (thinnest)
+            # the checked arrays, and what is derived from them once (thinnest, tips)
             checked = (*_checked_geometry(self.vertices, self.triangles, self.source), {})
         object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "vertices", checked[0])
@@ -332,6 +338,23 @@ class Mesh(_Surface):
 
             derived["thinnest"] = float(inscribed_widths(self.vertices, self.triangles).min())
         return derived["thinnest"]
+
+    @property
+    def tips(self) -> np.ndarray:
+        """(k, 3) m, in the mesh's frame: the vertices of a closed mesh sharper than a cone
+        of half angle asin(TIP_SINE) (bvh.tip_sines: a spike's or a needle's point, a
+        blade's corner; not a cube's corners), which could poke through a cloth between
+        its particles and are met by its triangles; worked out once per geometry. Empty
+        for an open mesh (a sheet's edges meet a cloth's edges)."""
+        if not self.closed:
+            return np.zeros((0, 3))
+        derived = self._checked[3]
+        if "tips" not in derived:
+            from .bvh import tip_sines
+
+            points, sines = tip_sines(self.vertices, self.triangles)
+            derived["tips"] = np.ascontiguousarray(points[sines < TIP_SINE])
+        return derived["tips"]
 
     def __repr__(self) -> str:
         kind = "closed" if self.closed else "open"
