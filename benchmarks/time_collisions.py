@@ -17,6 +17,11 @@ rest (the cloth swings down and bunches up, so there is contact), then
 3. the pass alone again from FOLDED_S (ropesim's pass then runs up to ITERATIONS
    Gauss-Seidel passes over thousands of contacts, Warp's one Jacobi pass).
 
+With ``--whole-run S``, then a second table: per size, steps/s on and off over the
+first S simulated seconds from rest (all its phases: swinging down, bunching, folding,
+swinging back), in alternating blocks of BLOCK_STEPS steps, with the slowest and the
+fastest block with self-collision.
+
 The machine is shared: compare the ratios of one run, not absolute figures.
 """
 
@@ -41,6 +46,7 @@ from workload import DT, GRAVITY, cloth_arrays, cloth_system  # noqa: E402
 WARM_UP_S = 0.5  # simulated seconds before timing: the cloth has swung down and bunched
 FOLDED_S = 1.5  # and later: its free side has swung over and lies on it in layers
 STEPS = {32: 200, 64: 100, 128: 40, 256: 10}  # per round
+BLOCK_STEPS = 200  # steps per block of --whole-run
 
 
 def make(n: int, self_collision: bool) -> rs.Simulation:
@@ -133,8 +139,29 @@ def row(n: int, rounds: int) -> list[str]:
             f"**{r['folded_warp_ms'] / r['folded_ours_ms']:.2f}x**"]
 
 
+def whole_run(n: int, seconds: float) -> list[str]:
+    """A --whole-run row: steps/s on and off over ``seconds`` (s) from rest, alternating
+    blocks of BLOCK_STEPS steps, and the slowest and fastest block on."""
+    on, off = make(n, True), make(n, False)
+    for sim in (on, off):
+        sim.step(1)  # compile outside the timing
+    spent: dict[bool, list[float]] = {True: [], False: []}  # s per block
+    for _ in range(max(1, round(seconds / DT / BLOCK_STEPS))):
+        for flag, sim in ((True, on), (False, off)):
+            start = time.perf_counter()
+            sim.step(BLOCK_STEPS)
+            spent[flag].append(time.perf_counter() - start)
+    steps = BLOCK_STEPS * len(spent[True])
+    return [f"{n}", f"{on.time:.2f}", f"{steps / sum(spent[False]):,.0f}",
+            f"{steps / sum(spent[True]):,.0f}", f"{BLOCK_STEPS / max(spent[True]):,.0f}",
+            f"{BLOCK_STEPS / min(spent[True]):,.0f}"]
+
+
 def main() -> None:
-    args = sizes_parser(__doc__, [32, 64, 128, 256]).parse_args()
+    parser = sizes_parser(__doc__, [32, 64, 128, 256])
+    parser.add_argument("--whole-run", type=float, default=0.0, metavar="S",
+                        help="also time the first S simulated seconds from rest")
+    args = parser.parse_args()
     folded = f"at {FOLDED_S:g} s"
     print_table(("N", "particles", "steps/s off", "steps/s on", "on / off", "ropesim pass ms",
                  "Warp HashGrid pass ms", "Warp / ropesim", "rebuilds per step",
@@ -142,6 +169,10 @@ def main() -> None:
                  f"ropesim pass ms {folded}", f"Warp pass ms {folded}",
                  f"Warp / ropesim {folded}"),
                 (row(n, args.rounds) for n in args.sizes))
+    if args.whole_run > 0.0:
+        print()
+        print_table(("N", "simulated s", "steps/s off", "steps/s on", "slowest block on",
+                     "fastest block on"), (whole_run(n, args.whole_run) for n in args.sizes))
 
 
 if __name__ == "__main__":
