@@ -97,3 +97,33 @@ def test_a_cloth_dropped_on_a_spike_tents_over_its_point(with_tips):
         assert p[:, 1].max() == pytest.approx(heights.max(), abs=0.02)  # tented on the point
     else:
         assert heights.max() < HEIGHT - 0.02  # pierced: the point stands out of the cloth
+
+
+@pytest.mark.parametrize("speed", [0.5, 5.0])
+def test_a_spike_rising_into_a_cloth_lifts_it_on_its_point(speed):
+    """A cone moving up at 0.5 or 5 m/s (8 mm a step: more than the contact distance, so
+    the tip goes through a triangle within one step) into a cloth pinned at its four
+    corners, its apex under the middle of a cell: the tip is put back on the side it
+    came from, every step, and carries the cloth up on its point (the collider's own
+    velocity); with the tips taken out it goes through."""
+    for with_tips in (True, False):
+        cloth = rs.cloth(20, 20, SPACING, plane="xz", pins="four-corners",
+                         origin=(0.0, 0.6, 0.0))
+        x = cloth.positions3()
+        corner = 9 * 20 + 9
+        cell = x[[corner, corner + 1, corner + 20, corner + 21]].mean(axis=0)
+        vertices, triangles = _cone((cell[0], cell[2]))
+        spike = rs.Mesh(vertices - [0.0, 0.3, 0.0], triangles, friction=0.5,
+                        velocity=(0.0, speed, 0.0))
+        sim = rs.Simulation(cloth, dt=1.0 / 600.0, contacts=[spike], drag=0.3)
+        if not with_tips:
+            sim._contact_set.tips = sim._contact_set.tips[:0]
+        sim.step(round(0.6 / speed * 600))
+        tip = HEIGHT - 0.3 + speed * sim.time  # 0.7 m: 10 cm above the pinned corners
+        heights = _surface_heights_over(sim.positions, np.asarray(cloth.triangles), cell[0],
+                                        cell[2])
+        assert np.isfinite(sim.positions).all() and len(heights) > 0
+        if with_tips:
+            assert heights.min() > tip + 0.9 * sim._contact_set.colliders[0, P0]
+        else:
+            assert heights.max() < tip - 0.05
