@@ -684,7 +684,8 @@ def test_bad_keyframes_name_the_field(path, message):
 
 
 @pytest.mark.parametrize("name, covered", [("table", 0.005), ("mesh-drape", 0.005),
-                                           ("windmill", 0.005), ("towel-rail", 0.001)])
+                                           ("windmill", 0.005), ("towel-rail", 0.001),
+                                           ("spikes", 0.005)])
 def test_collider_scenes_load_step_and_draw_their_colliders(name, covered):
     scene = rs.load(name)
     with_colliders = scene.simulation()

@@ -15,7 +15,7 @@ from ropesim.io.scenes import DEFAULT_SCENE, SceneError, load, scene_from_dict, 
 SHIPPED = {
     "cloth", "rope", "curtain-40x30", "chain-wave", "ring", "star", "random-network",
     "tablecloth", "drum", "ring-wave", "string",
-    "cloth-pile", "rope-pile", "table", "mesh-drape", "windmill", "towel-rail",  # issue 11
+    "cloth-pile", "rope-pile", "table", "mesh-drape", "windmill", "towel-rail", "spikes",  # 11
     "flag", "tear", "sail",  # issue 13
 }
 SYSTEM_ARRAYS = ("positions", "velocities", "springs", "rest_lengths", "mass", "stiffness",

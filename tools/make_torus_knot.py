@@ -61,8 +61,10 @@ def torus_knot() -> tuple[np.ndarray, np.ndarray]:
     return vertices, triangles
 
 
-def write_obj(path: Path, vertices: np.ndarray, triangles: np.ndarray) -> None:
-    lines = ["# (2, 3) torus knot tube, written by tools/make_torus_knot.py; units m, y up"]
+def write_obj(path: Path, vertices: np.ndarray, triangles: np.ndarray,
+              title: str = "(2, 3) torus knot tube, written by tools/make_torus_knot.py") -> None:
+    """An OBJ file of the mesh (vertices m, triangles 0-based), ``title`` in its header."""
+    lines = [f"# {title}; units m, y up"]
     lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in vertices]
     lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in triangles]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
