@@ -31,7 +31,7 @@ AUTO_MARGIN = "auto"
 
 #: A closed mesh's vertex is a tip (Mesh.tips) when the cone that fits in it has a half
 #: angle below asin(TIP_SINE) = 30 deg: a cloth dropped on such a point lets it through
-#: between its particles (a 14 deg cone did); a cube's corners (35 deg) and a cylinder's
+#: between its particles (a 21 deg cone did); a cube's corners (35 deg) and a cylinder's
 #: rim (42 deg) stop it.
 TIP_SINE = 0.5
 
