@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .colliders.bvh import STACK_SIZE, TRIANGLE_COLUMNS, build_bvh, distance_grid
+from .colliders.bvh import STACK_SIZE, TRIANGLE_COLUMNS, distance_grid
 from .colliders.kernel import (
     BOX, CAPSULE, CENTER, CLOSED, COLUMNS, FRICTION, JUMP_COLUMNS, JUMP_END, JUMP_PENDING,
     JUMP_SHIFT, JUMP_TIME, JUMP_TURN, KIND, MESH, MESH_INDEX, P0, POSE_TIME, ROTATION, SKIN,
@@ -177,7 +177,7 @@ class ContactSet:
             elif isinstance(contact, Sphere):
                 spheres.append((*contact.center, contact.radius, contact.friction))
             elif isinstance(contact, Mesh):
-                b, l, t = build_bvh(contact.vertices, contact.triangles)
+                b, l, t = contact.bvh
                 info, dist = distance_grid(b, l, t, contact.closed,
                                            pad=2.0 * max(0.5 * contact.thickness, SKIN))
                 mesh_rows.append((nodes, len(b), tris, len(t), cells))

@@ -2,7 +2,7 @@
 
 The ray is taken into each collider's frame at its current pose; a box by the slab test,
 a capsule by the closest approach of the ray to its axis, a mesh by the first crossing
-in its BVH (built once per mesh and kept by the picker).
+in its BVH (Mesh.bvh: built once per geometry).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..engine.colliders import Box, Capsule, Mesh, posed_at
-from ..engine.colliders.bvh import STACK_SIZE, build_bvh, first_crossing
+from ..engine.colliders.bvh import STACK_SIZE, first_crossing
 from ..engine.contacts import collider_frame
 
 
@@ -49,14 +49,10 @@ class ColliderPicker:
 
     def __init__(self, reach: float = 1e4) -> None:
         self.reach = float(reach)
-        self._bvh: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._stack = np.zeros(STACK_SIZE, np.int64)
 
     def _ray_mesh(self, origin: np.ndarray, direction: np.ndarray, mesh: Mesh) -> float | None:
-        key = id(mesh.triangles)
-        if key not in self._bvh:
-            self._bvh[key] = build_bvh(mesh.vertices, mesh.triangles)
-        boxes, links, rows = self._bvh[key]
+        boxes, links, rows = mesh.bvh
         d = direction * self.reach
         s, tri = first_crossing(*origin, *d, boxes, links, rows, self._stack)
         return None if tri < 0 else s * self.reach

@@ -448,11 +448,12 @@ def _inscribed_widths(boxes, links, triangles, stack, out):
         out[k] = 2.0 * lo
 
 
-def inscribed_widths(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+def inscribed_widths(vertices: np.ndarray, triangles: np.ndarray,
+                     bvh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """(t,) local widths (m) of a closed mesh wound outward (vertices m, (t, 3)
     indices), one per triangle in the tree's order (build_bvh reorders them): see
-    _inscribed_widths."""
-    boxes, links, rows = build_bvh(vertices, triangles)
+    _inscribed_widths. ``bvh``: the mesh's build_bvh, if already built."""
+    boxes, links, rows = build_bvh(vertices, triangles) if bvh is None else bvh
     out = np.zeros(len(rows))
     _inscribed_widths(boxes, links, rows, np.zeros(STACK_SIZE, np.int64), out)
     return out
@@ -472,12 +473,15 @@ def _tip_sines(points, depths, boxes, links, triangles, stack, out):
         out[k] = np.sqrt(d2) / depths[k]
 
 
-def tip_sines(vertices: np.ndarray, triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def tip_sines(vertices: np.ndarray, triangles: np.ndarray,
+              bvh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """(points (k, 3) m, sines (k,)): each distinct vertex of a closed mesh wound outward,
     and how sharp its tip is, the sine of the half angle of the cone that fits in it: the
     distance to the surface from the point TIP_DEPTH shortest edges in from the vertex
     (against its angle-weighted normal), over that depth. 1 on a flat or concave part,
-    1/sqrt(3) at a cube's corner, sin 10 deg at a cone's apex 20 deg wide."""
+    1/sqrt(3) at a cube's corner, sin 10 deg at a cone's apex 20 deg wide. ``bvh``: the
+    mesh's build_bvh, if already built."""
     points, welded = np.unique(vertices, axis=0, return_inverse=True)
     ids = welded.ravel()[triangles]
     corners = points[ids]
@@ -491,7 +495,7 @@ def tip_sines(vertices: np.ndarray, triangles: np.ndarray) -> tuple[np.ndarray, 
         np.minimum.at(shortest, ids[:, k], edge)
         np.minimum.at(shortest, ids[:, (k + 1) % 3], edge)
     depths = TIP_DEPTH * shortest
-    boxes, links, rows = build_bvh(vertices, triangles)
+    boxes, links, rows = build_bvh(vertices, triangles) if bvh is None else bvh
     out = np.zeros(len(points))
     _tip_sines(np.ascontiguousarray(points - depths[:, None] * normal), depths, boxes, links,
                rows, np.zeros(STACK_SIZE, np.int64), out)

@@ -291,13 +291,13 @@ class Mesh(_Surface):
     closed: bool = field(init=False)
     #: (vertices, triangles, closed, derived) as checked; a copy made with
     #: dataclasses.replace (a move) hands it on, so the same arrays are not checked and
-    #: oriented again, nor ``derived`` (thinnest, tips) worked out again
+    #: oriented again, nor ``derived`` (bvh, thinnest, tips) worked out again
     _checked: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         checked = self._checked
         if checked is None or checked[0] is not self.vertices or checked[1] is not self.triangles:
-            # the checked arrays, and what is derived from them once (thinnest, tips)
+            # the checked arrays, and what is derived from them once (bvh, thinnest, tips)
             checked = (*_checked_geometry(self.vertices, self.triangles, self.source), {})
         object.__setattr__(self, "_checked", checked)
         object.__setattr__(self, "vertices", checked[0])
@@ -324,6 +324,18 @@ class Mesh(_Surface):
         return rotation_matrix(self.rotation)
 
     @property
+    def bvh(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(boxes, links, triangle rows) of the bounding-volume hierarchy over the mesh
+        in its own frame (bvh.build_bvh), built once per geometry and kept across moves:
+        the contact kernel, the viewer's picking, thinnest and tips share it."""
+        derived = self._checked[3]
+        if "bvh" not in derived:
+            from .bvh import build_bvh
+
+            derived["bvh"] = build_bvh(self.vertices, self.triangles)
+        return derived["bvh"]
+
+    @property
     def thinnest(self) -> float:
         """A closed mesh's smallest local width (m): the smallest ball diameter that
         fits inside touching a triangle at its centroid (bvh.inscribed_widths; a box's
@@ -336,7 +348,8 @@ class Mesh(_Surface):
         if "thinnest" not in derived:
             from .bvh import inscribed_widths
 
-            derived["thinnest"] = float(inscribed_widths(self.vertices, self.triangles).min())
+            derived["thinnest"] = float(
+                inscribed_widths(self.vertices, self.triangles, self.bvh).min())
         return derived["thinnest"]
 
     @property
@@ -352,7 +365,7 @@ class Mesh(_Surface):
         if "tips" not in derived:
             from .bvh import tip_sines
 
-            points, sines = tip_sines(self.vertices, self.triangles)
+            points, sines = tip_sines(self.vertices, self.triangles, self.bvh)
             derived["tips"] = np.ascontiguousarray(points[sines < TIP_SINE])
         return derived["tips"]
 
