@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..collisions.geometry import closest_weights
 from .bvh import (EDGE_SLACK, FACE, closest_point, closest_to_segment, first_crossing,
                   segment_params)
 
@@ -870,46 +871,18 @@ def _tip_contacts(x, x_prev, v, inv_mass, sheet_triangles, tips, tip_ranges, col
     return touching
 
 
-@njit(cache=True, inline="always")
-def _nearest_on_edge(tx, ty, tz, ax, ay, az, bx, by, bz):
-    """(squared distance m^2, u): the point a + u (b - a) of the edge nearest to t."""
-    ex, ey, ez = bx - ax, by - ay, bz - az
-    length_sq = ex * ex + ey * ey + ez * ez
-    u = 0.0
-    if length_sq > 0.0:
-        u = min(max(((tx - ax) * ex + (ty - ay) * ey + (tz - az) * ez) / length_sq, 0.0), 1.0)
-    dx, dy, dz = ax + u * ex - tx, ay + u * ey - ty, az + u * ez - tz
-    return dx * dx + dy * dy + dz * dz, u
-
-
 @njit(cache=True)
 def _edge_push(tx, ty, tz, ax, ay, az, bx, by, bz, cx, cy, cz, gap):
-    """(depth m, direction, weights wa, wb, wc) that move the point of the triangle's
-    edges nearest to the tip t out to ``gap`` (m) from it, away from it (depth <= 0: it is
-    that far already)."""
-    best, u, first = np.inf, 0.0, 0
-    for edge in range(3):
-        if edge == 0:
-            d2, w = _nearest_on_edge(tx, ty, tz, ax, ay, az, bx, by, bz)
-        elif edge == 1:
-            d2, w = _nearest_on_edge(tx, ty, tz, bx, by, bz, cx, cy, cz)
-        else:
-            d2, w = _nearest_on_edge(tx, ty, tz, cx, cy, cz, ax, ay, az)
-        if d2 <= best:
-            best, u, first = d2, w, edge
-    dist = np.sqrt(best)
-    if dist >= gap or dist == 0.0:
-        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    wa = wb = wc = 0.0
-    if first == 0:
-        wa, wb = 1.0 - u, u
-    elif first == 1:
-        wb, wc = 1.0 - u, u
-    else:
-        wc, wa = 1.0 - u, u
+    """(depth m, direction, weights wa, wb, wc) that move the point of the triangle nearest
+    to the tip t (on an edge, the tip's foot being beside the triangle) out to ``gap``
+    (m) from it, away from it (depth 0: it is that far already)."""
+    wa, wb, wc = closest_weights(tx, ty, tz, ax, ay, az, bx, by, bz, cx, cy, cz)
     px = wa * ax + wb * bx + wc * cx
     py = wa * ay + wb * by + wc * cy
     pz = wa * az + wb * bz + wc * cz
+    dist = np.sqrt((px - tx) ** 2 + (py - ty) ** 2 + (pz - tz) ** 2)
+    if dist >= gap or dist == 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     return (gap - dist, (px - tx) / dist, (py - ty) / dist, (pz - tz) / dist, wa, wb, wc)
 
 

@@ -65,21 +65,20 @@ def segment_distance(x, a0, a1, b0, b1):
 
 
 @njit(cache=True, inline="always")
-def _two_dots(ux, uy, uz, wx, wy, wz, x, i, j):
-    """(u . r, w . r) with r = x[i] - x[j]."""
-    rx, ry, rz = _minus(x, i, j)
+def _dots(ux, uy, uz, wx, wy, wz, rx, ry, rz):
+    """(u . r, w . r)."""
     return ux * rx + uy * ry + uz * rz, wx * rx + wy * ry + wz * rz
 
 
 @njit(cache=True, inline="always")
-def triangle_weights(x, p, a, b, c):
-    """Barycentric weights (u, v, w) of the point of triangle a-b-c closest to particle
-    p (Ericson 5.1.5)."""
-    abx, aby, abz = _minus(x, b, a)
-    acx, acy, acz = _minus(x, c, a)
-    d1, d2 = _two_dots(abx, aby, abz, acx, acy, acz, x, p, a)
-    d3, d4 = _two_dots(abx, aby, abz, acx, acy, acz, x, p, b)
-    d5, d6 = _two_dots(abx, aby, abz, acx, acy, acz, x, p, c)
+def closest_weights(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
+    """Barycentric weights (u, v, w) of the point of triangle a-b-c closest to the point
+    p (coordinates, m; Ericson 5.1.5)."""
+    abx, aby, abz = bx - ax, by - ay, bz - az
+    acx, acy, acz = cx - ax, cy - ay, cz - az
+    d1, d2 = _dots(abx, aby, abz, acx, acy, acz, px - ax, py - ay, pz - az)
+    d3, d4 = _dots(abx, aby, abz, acx, acy, acz, px - bx, py - by, pz - bz)
+    d5, d6 = _dots(abx, aby, abz, acx, acy, acz, px - cx, py - cy, pz - cz)
     # the vertex regions, then the edge regions (disjoint Voronoi regions), then inside
     if d1 <= 0.0 and d2 <= 0.0:
         return 1.0, 0.0, 0.0
@@ -105,6 +104,13 @@ def triangle_weights(x, p, a, b, c):
     v = vb / denom
     w = vc / denom
     return 1.0 - v - w, v, w
+
+
+@njit(cache=True, inline="always")
+def triangle_weights(x, p, a, b, c):
+    """closest_weights for particle p and the triangle of particles a, b, c of x."""
+    return closest_weights(x[p, 0], x[p, 1], x[p, 2], x[a, 0], x[a, 1], x[a, 2], x[b, 0],
+                           x[b, 1], x[b, 2], x[c, 0], x[c, 1], x[c, 2])
 
 
 @njit(cache=True, inline="always")
