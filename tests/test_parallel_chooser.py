@@ -169,3 +169,22 @@ def test_a_hopeless_version_is_dropped_after_one_timed_call(clock):
     assert sum(picks) <= 2 * chooser.windows
     parallel_time = sum(picks) * 20e-3
     assert parallel_time < 0.1 * clock[0]
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+def test_a_chooser_that_does_not_follow_the_mode_times_both_ways_in_any_mode(clock, mode):
+    """set_mode forces the thread choice of kernels; a Chooser between two ways of one
+    computation (follows_mode=False: the neighbour list's tiles or columns) keeps timing
+    them and picks the faster whatever the mode, while a plain one obeys the mode."""
+    parallel.set_mode(mode)
+    try:
+        def cost(call, use, previous):  # the "parallel" way twice as fast
+            return 0.5e-3 if use else 1.0e-3
+
+        free, forced = parallel.Chooser(follows_mode=False), parallel.Chooser()
+        free_picks = drive(free, clock, cost, 400)
+        forced_picks = drive(forced, clock, cost, 400)
+    finally:
+        parallel.set_mode("auto")
+    assert free.best == 1 and sum(free_picks[-300:]) == 300
+    assert set(forced_picks) == {mode == "parallel"}

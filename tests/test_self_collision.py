@@ -407,6 +407,99 @@ def test_tile_search_of_a_folded_cloth_lists_exactly_the_brute_force_pairs():
     assert neighbours.searched > 0 and neighbours.certified > 0.3 * (neighbours.certified + neighbours.searched)
 
 
+def built_on(neighbours, columns, x, thickness, threads=True):
+    """The pairs of a rebuilt list (reach = thickness) of x, built on the column grid
+    (columns.py) or on the tiles, serial or parallel."""
+    from ropesim.engine import parallel
+
+    neighbours.checked = False
+    mode = parallel.get_mode()
+    parallel.set_mode("parallel" if threads else "serial")
+    try:
+        neighbours.build(x, thickness, columns=columns)
+    finally:
+        parallel.set_mode(mode)
+    assert neighbours.reach == thickness
+    return {tuple(pair) for pair in neighbours.pairs.tolist()}
+
+
+def crumpled_cloth(n=24, squeeze=0.3, seed=5):
+    """An n x n cloth squeezed to ``squeeze`` of its size in x and z and shaken (a
+    bunched-up cloth, contacts all over) and particles with no springs (spheres that
+    repel every other one, in components of their own)."""
+    rng = np.random.default_rng(seed)
+    cloth = rs.cloth(n, n, spacing=0.02, plane="xz", pins="none")
+    cloud = rs.SpringSystem(rng.uniform(0.0, 0.15, (60, 3)), np.zeros((0, 2), int),
+                            np.zeros(0))
+    sim = rs.Simulation(rs.concatenate([cloth, cloud]), dt=1e-3, gravity=(0, 0, 0),
+                        self_collision=True, thickness=0.016)
+    x = sim.positions.astype(np.float64)
+    x[:n * n, [0, 2]] *= squeeze
+    x[:n * n] += rng.normal(0.0, 0.006, (n * n, 3))
+    sim.positions[:] = x
+    return sim
+
+
+@pytest.mark.parametrize("state", ["folded", "crumpled", "flat", "line", "point"])
+def test_column_grid_lists_exactly_the_brute_force_pairs(state):
+    """The column grid (columns.py) lists every non-excluded pair within reach, like the
+    tiles, serial and parallel, on a folded and a crumpled cloth with loose spheres, and
+    on degenerate spreads (a flat sheet, all on a line, all at one point)."""
+    sim = folded_cloth(24) if state == "folded" else crumpled_cloth()
+    neighbours = sim._self_collision.neighbours
+    assert neighbours.columns is not None  # spheres only
+    x = sim.positions.astype(np.float64)
+    if state == "flat":
+        x[:, 1] = 0.0
+    elif state == "line":
+        x[:, 1:] = 0.0
+        x[:, 0] *= 0.1
+    elif state == "point":
+        x[:] = 0.25
+    gap = np.linalg.norm(x[:, None] - x[None], axis=2)
+    near = np.triu(gap <= sim.thickness, 1) & ~excluded_particle_pairs(sim.system,
+                                                                       sim.thickness)
+    want = {tuple(pair) for pair in np.argwhere(near).tolist()}
+    assert len(want) > (2 if state == "point" else 100)
+    for threads in (True, False):
+        assert built_on(neighbours, True, x, sim.thickness, threads) == want
+        assert built_on(neighbours, False, x, sim.thickness, threads) == want
+
+
+def test_column_grid_survives_non_finite_positions():
+    """NaN and infinite positions (a diverged step: the health check reports it) give a
+    list and no crash; the finite particles far from them keep their pairs."""
+    sim = crumpled_cloth()
+    neighbours = sim._self_collision.neighbours
+    x = sim.positions.astype(np.float64)
+    x[3] = np.nan
+    x[7] = (np.inf, 0.0, -np.inf)
+    pairs = built_on(neighbours, True, x, sim.thickness)
+    assert not any({3, 7} & set(pair) for pair in pairs)
+    assert len(pairs) > 100
+
+
+def test_a_rebuilt_cloth_steps_the_same_bits_on_the_columns_and_on_the_tiles():
+    """A bunched cloth dropped on the floor, its list rebuilt every step on the column
+    grid or on the tiles: the same positions and velocities, bit for bit."""
+    results = []
+    for columns in (True, False):
+        sim = crumpled_cloth(16, squeeze=0.5)
+        sim.gravity = (0.0, -9.81, 0.0)
+        sim.contacts = [rs.Ground(-0.02)]
+        neighbours = sim._self_collision.neighbours
+        neighbours.checked, neighbours.until_probe = False, 10 ** 9  # rebuilt, no probes
+        neighbours.grid_chooser.parallel = lambda columns=columns: columns
+        touched = 0
+        for _ in range(60):
+            sim.step(1)
+            touched += sim._self_collision.touching
+        assert touched > 1000 and not neighbours.checked
+        results.append((sim.positions.copy(), sim.velocities.copy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
 # --- settings --------------------------------------------------------------------------------
 def test_default_thickness_is_a_fraction_of_the_particle_spacing():
     assert default_thickness(rs.cloth(6, 6, spacing=0.05)) == pytest.approx(

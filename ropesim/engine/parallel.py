@@ -167,7 +167,8 @@ class Chooser:
 
     def __init__(self, probe: int = 5, interval: float = 0.25,
                  max_interval: float = MAX_INTERVAL,
-                 statistic: str = "median", interleave: int = 2, recheck: float = 0.03):
+                 statistic: str = "median", interleave: int = 2, recheck: float = 0.03,
+                 follows_mode: bool = True):
         if statistic not in ("median", "mean"):
             raise ValueError(f"statistic: allowed median, mean, got {statistic!r}")
         if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
@@ -176,6 +177,9 @@ class Chooser:
             raise ValueError(f"interleave: allowed an integer >= 0 (False, True, calls per "
                              f"turn), got {interleave!r}")
         self.probe = probe
+        #: False: a choice between two ways of one computation that set_mode does not
+        #: force (set_mode is about threads), so always timed
+        self.follows_mode = bool(follows_mode)
         self.interleave = int(interleave)
         #: calls of one version in a row inside a window
         self.turn_length = self.interleave or probe + 1
@@ -199,7 +203,7 @@ class Chooser:
 
     def parallel(self) -> bool:
         """Should the next call run the parallel version?"""
-        if _mode != "auto":
+        if self.follows_mode and _mode != "auto":
             return _mode == "parallel"
         if not self._window:
             if time.perf_counter() < self._next_probe:
@@ -217,7 +221,7 @@ class Chooser:
     def record(self, parallel: bool, start: float, work: float = 1.0) -> None:
         """Log a call of the given version that began at ``start`` (time.perf_counter());
         ``work`` (> 0) normalises calls of varying size, e.g. solver iterations."""
-        if _mode != "auto":
+        if self.follows_mode and _mode != "auto":
             return
         which = int(parallel)
         self.calls[which] += 1

@@ -1,9 +1,10 @@
 """The cached candidate pairs of self-collision: a neighbour list with a skin.
 
 A build (tiles.py: rest-shape tiles fitted with affine maps, a tree over them, exact
-certificates for smooth tile pairs and a search of the others) keeps, per primitive p,
-the primitives q that are within ``reach = thickness + skin`` (m, surface to surface)
-and not excluded:
+certificates for smooth tile pairs and a search of the others; or, for a list of
+spheres rebuilt every step, columns.py's grid, whichever a Chooser times as faster:
+the same pairs) keeps, per primitive p, the primitives q that are within
+``reach = thickness + skin`` (m, surface to surface) and not excluded:
 
 * they share a particle, or a particle of one is joined by a spring to a particle of
   the other;
@@ -41,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from .. import parallel
+from .columns import ColumnGrid, query_columns, query_columns_parallel, spheres_only
 from .primitives import Primitives
 from .tiles import (build_tiles, drifted, fit_tiles, fit_tiles_parallel, query_tiles,
                     query_tiles_parallel, refit_tree)
@@ -109,6 +111,10 @@ class NeighbourList:
         self.until_probe = PROBE_EVERY  # rebuilt steps left before a checked list
         self.probing = False  # the checked list is a probe
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
+        # a rebuilt list of spheres only is built on a column grid (columns.py)
+        self.columns = ColumnGrid(len(prims.prims)) if spheres_only(prims) else None
+        # a rebuilt list of spheres on the columns (True) or on the tiles (False)
+        self.grid_chooser = parallel.Chooser(follows_mode=False)
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
         """Rebuild if the list is kept rebuilt, or checked and the particles left the
@@ -149,30 +155,50 @@ class NeighbourList:
             self.probe_every = PROBE_EVERY
         self.probing = False
 
-    def build(self, x: np.ndarray, thickness: float) -> None:
-        """Find the candidate pairs of the positions x (n, 3) m now."""
+    def build(self, x: np.ndarray, thickness: float, columns: bool | None = None) -> None:
+        """Find the candidate pairs of the positions x (n, 3) m now; ``columns``: True
+        or False builds a list of spheres on the column grid or on the tiles, None lets
+        the grid chooser pick for a rebuilt list (a checked one is built on the tiles)."""
         p = self.prims
         # a list that the next step rebuilds without a check needs no skin
         skin_factor = self.skin_factor if self.checked else 0.0
         reach = (1.0 + skin_factor) * thickness
         exclude_sq = (EXCLUDE_FACTOR * thickness) ** 2
         t = self.tiles
-        use_parallel = self.chooser.parallel() and parallel.threads() > 1
-        fit, query = ((fit_tiles_parallel, query_tiles_parallel) if use_parallel
-                      else (fit_tiles, query_tiles))
+        chosen = columns is None and self.columns is not None and not self.checked
+        on_columns = (self.columns is not None and bool(columns) if not chosen
+                      else self.grid_chooser.parallel())
+        # the columns' lanes pay on two threads at every size that needs self-collision
+        use_parallel = ((parallel.get_mode() != "serial" if on_columns
+                         else self.chooser.parallel()) and parallel.threads() > 1)
         start = time.perf_counter()
-        fit(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean, t.stretch,
-            t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
-        refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo, t.node_hi)
+        shape = (p.prims, p.adj_start, p.adj_list, p.component, p.rest_x)
+        if not on_columns:
+            fit = fit_tiles_parallel if use_parallel else fit_tiles
+            fit(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,
+                t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
+            refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo,
+                       t.node_hi)
         while True:
-            total, lane_needed, self.searched, self.certified = query(
-                t.tasks, x, (p.prims, p.adj_start, p.adj_list, p.component, p.rest_x),
-                (t.prim_start, t.prim_list, t.part_start, t.component, t.rest_mean, t.frame,
-                 t.extent, t.rest_members, t.spheres_only),
-                (t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members),
-                (t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi),
-                (t.stack, t.res_a, t.res_b, t.near_a, t.near_b, t.near_x, t.lane_pairs,
-                 t.lane_found, t.lane_tally), self.listed, exclude_sq, reach)
+            if on_columns:
+                g = self.columns
+                query = query_columns_parallel if use_parallel else query_columns
+                total, lane_needed, self.searched, self.certified = query(
+                    x, shape, (g.order, g.previous, g.column, g.column_start, g.sorted_x,
+                               g.max_columns, g.lane_rows, g.tally),
+                    self.listed, exclude_sq, reach, t.lane_pairs, t.lane_found)
+            else:
+                query = query_tiles_parallel if use_parallel else query_tiles
+                total, lane_needed, self.searched, self.certified = query(
+                    t.tasks, x, shape,
+                    (t.prim_start, t.prim_list, t.part_start, t.component, t.rest_mean,
+                     t.frame, t.extent, t.rest_members, t.spheres_only),
+                    (t.x_mean, t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi,
+                     t.x_members),
+                    (t.node_left, t.node_right, t.node_tile, t.node_lo, t.node_hi),
+                    (t.stack, t.res_a, t.res_b, t.near_a, t.near_b, t.near_x,
+                     t.lane_pairs, t.lane_found, t.lane_tally), self.listed, exclude_sq,
+                    reach)
             if lane_needed > t.lane_pairs.shape[1]:
                 t.lane_pairs = np.zeros((t.lane_pairs.shape[0], 2 * lane_needed, 2), np.int32)
             elif total > self.listed.shape[0]:
@@ -180,7 +206,10 @@ class NeighbourList:
                 self.keys = np.zeros(2 * total, np.int64)  # for touching_pairs
             else:
                 break
-        self.chooser.record(use_parallel, start)
+        if not on_columns:
+            self.chooser.record(use_parallel, start)
+        if chosen:
+            self.grid_chooser.record(on_columns, start)
         self.n_listed = total
         if self.checked:  # a rebuilt list is never checked against its positions
             self.x_build[:] = x
