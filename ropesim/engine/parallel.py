@@ -211,6 +211,13 @@ class Chooser:
             self._open_window()
         return bool(self._turn)
 
+    def current(self) -> bool:
+        """The pick as it stands (the parallel version?), without timing a call or
+        opening a window: for a call that is itself part of another Chooser's window."""
+        if self.follows_mode and _mode != "auto":
+            return _mode == "parallel"
+        return bool(self.best)
+
     def _open_window(self) -> None:
         self._window = True
         self._fresh = [0, 0]

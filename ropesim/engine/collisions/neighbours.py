@@ -168,9 +168,12 @@ class NeighbourList:
         chosen = columns is None and self.columns is not None and not self.checked
         on_columns = (self.columns is not None and bool(columns) if not chosen
                       else self.grid_chooser.parallel())
-        # the columns' lanes pay on two threads at every size that needs self-collision
+        # the columns' lanes pay on two threads at every size that needs self-collision;
+        # tiles timed against the columns (the columns' pick) run as their own pick stands
+        tiles_timed = not on_columns and not (chosen and self.grid_chooser.best)
         use_parallel = ((parallel.get_mode() != "serial" if on_columns
-                         else self.chooser.parallel()) and parallel.threads() > 1)
+                         else self.chooser.parallel() if tiles_timed
+                         else self.chooser.current()) and parallel.threads() > 1)
         start = time.perf_counter()
         shape = (p.prims, p.adj_start, p.adj_list, p.component, p.rest_x)
         if not on_columns:
@@ -206,7 +209,7 @@ class NeighbourList:
                 self.keys = np.zeros(2 * total, np.int64)  # for touching_pairs
             else:
                 break
-        if not on_columns:
+        if tiles_timed:
             self.chooser.record(use_parallel, start)
         if chosen:
             self.grid_chooser.record(on_columns, start)
