@@ -188,3 +188,24 @@ def test_a_chooser_that_does_not_follow_the_mode_times_both_ways_in_any_mode(clo
         parallel.set_mode("auto")
     assert free.best == 1 and sum(free_picks[-300:]) == 300
     assert set(forced_picks) == {mode == "parallel"}
+
+
+def test_current_reports_the_pick_without_opening_a_window(clock):
+    """Chooser.current() (a call timed by another Chooser) answers the standing pick and
+    neither times nor starts a window: the next window opens on schedule, not earlier."""
+    def cost(call, use, previous):
+        return 0.5e-3 if use else 1.0e-3
+
+    chooser = parallel.Chooser()
+    drive(chooser, clock, cost, 40)
+    assert chooser.best == 1 and not chooser._window
+    windows, calls = chooser.windows, list(chooser.calls)
+    clock[0] += 100.0  # long past the next window's time
+    assert all(chooser.current() for _ in range(50))
+    assert chooser.windows == windows and chooser.calls == calls and not chooser._window
+    assert chooser.parallel() == bool(chooser._turn) and chooser._window  # this one opens it
+    parallel.set_mode("serial")
+    try:
+        assert chooser.current() is False
+    finally:
+        parallel.set_mode("auto")
