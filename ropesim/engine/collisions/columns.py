@@ -214,6 +214,22 @@ def _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, 
             _keep(p, q, pairs, found, lane)
 
 
+@njit(cache=True, inline="always")
+def _query(x, shape, grid, listed, exclude_sq, reach, pairs, found):
+    """query_columns' work; its lanes' loops are prange (plain ranges when the caller is
+    not parallel)."""
+    order, previous, column, column_start, sorted_x, max_columns, lane_rows, tally = grid
+    _, per_row, along = sort_columns(x, shape[0], reach, order, previous, column,
+                                     column_start, sorted_x, max_columns, lane_rows)
+    for lane in prange(LANES):
+        _sort_rows(lane_rows[lane], lane_rows[lane + 1], per_row, column_start, sorted_x,
+                   along, order)
+    for lane in prange(LANES):
+        _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, shape,
+                    exclude_sq, reach, pairs, found)
+    return _gather(pairs, found, tally, listed)
+
+
 @njit(cache=True)
 def query_columns(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """Candidate pairs (p < q) of a set of spheres into listed (L, 2) (module
@@ -221,28 +237,10 @@ def query_columns(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     Primitives, ``grid`` = (order, previous, column, column_start, sorted_x,
     max_columns, lane_rows, tally) of a ColumnGrid, pairs and found the lanes' buffers
     (Tiles.lane_pairs, lane_found). Returns tiles._gather's tuple."""
-    order, previous, column, column_start, sorted_x, max_columns, lane_rows, tally = grid
-    _, per_row, along = sort_columns(x, shape[0], reach, order, previous, column,
-                                     column_start, sorted_x, max_columns, lane_rows)
-    for lane in range(LANES):
-        _sort_rows(lane_rows[lane], lane_rows[lane + 1], per_row, column_start, sorted_x,
-                   along, order)
-    for lane in range(LANES):
-        _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, shape,
-                    exclude_sq, reach, pairs, found)
-    return _gather(pairs, found, tally, listed)
+    return _query(x, shape, grid, listed, exclude_sq, reach, pairs, found)
 
 
 @njit(cache=True, parallel=True)
 def query_columns_parallel(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """query_columns with the lanes on numba's threads: the same list."""
-    order, previous, column, column_start, sorted_x, max_columns, lane_rows, tally = grid
-    _, per_row, along = sort_columns(x, shape[0], reach, order, previous, column,
-                                     column_start, sorted_x, max_columns, lane_rows)
-    for lane in prange(LANES):
-        _sort_rows(lane_rows[lane], lane_rows[lane + 1], per_row, column_start, sorted_x,
-                   along, order)
-    for lane in prange(LANES):
-        _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, shape,
-                    exclude_sq, reach, pairs, found)
-    return _gather(pairs, found, tally, listed)
+    return _query(x, shape, grid, listed, exclude_sq, reach, pairs, found)
