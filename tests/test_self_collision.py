@@ -500,6 +500,22 @@ def test_a_rebuilt_cloth_steps_the_same_bits_on_the_columns_and_on_the_tiles():
     np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
+@pytest.mark.parametrize("count", [0, 1, 100, 5000, 40000])
+def test_touching_pair_keys_are_sorted_by_counting_or_quicksort_alike(count):
+    """self_contact.sort_keys counts from P / COUNTING_SORT_SHARE keys on and uses
+    numba's quicksort below: either way the keys come out as numpy sorts them."""
+    from ropesim.engine.collisions.self_contact import KEY_SHIFT, sort_keys
+
+    primitives = 20000
+    rng = np.random.default_rng(count)
+    p, q = rng.integers(0, primitives, (2, count))
+    keys = (np.minimum(p, q).astype(np.int64) << KEY_SHIFT) | np.maximum(p, q)
+    padded = np.concatenate([keys, np.full(7, -1, np.int64)])  # the buffer is longer
+    sort_keys(padded, count, np.zeros_like(padded), np.zeros(primitives + 1, np.int64))
+    np.testing.assert_array_equal(padded[:count], np.sort(keys))
+    assert (padded[count:] == -1).all()
+
+
 # --- settings --------------------------------------------------------------------------------
 def test_default_thickness_is_a_fraction_of_the_particle_spacing():
     assert default_thickness(rs.cloth(6, 6, spacing=0.05)) == pytest.approx(

@@ -99,6 +99,8 @@ class NeighbourList:
         self.listed = np.zeros((START_PAIRS, 2), np.int32)  # pairs p < q, n_listed of them
         self.n_listed = 0
         self.keys = np.zeros(START_PAIRS, np.int64)  # the touching pairs of a step, p * P + q
+        self.spare_keys = np.zeros_like(self.keys)  # the keys' sort's scratch
+        self.key_counts = np.zeros(len(prims.prims) + 1, np.int64)
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
         self.reach = -1.0  # thickness + skin of the last build (m)
@@ -207,6 +209,7 @@ class NeighbourList:
             elif total > self.listed.shape[0]:
                 self.listed = np.zeros((2 * total, 2), np.int32)
                 self.keys = np.zeros(2 * total, np.int64)  # for touching_pairs
+                self.spare_keys = np.zeros_like(self.keys)
             else:
                 break
         if tiles_timed:
