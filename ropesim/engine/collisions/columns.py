@@ -18,10 +18,9 @@ rather than the boxes of tiles:
 
 The counting sort visits the spheres in the last build's order and the insertion sort
 along the axis then finds them almost in order (a list rebuilt every step). The rows of
-columns are split into LANES lanes of about equal counts, which sort and then sweep on
-numba's threads (a lane's sweep reads the next row, so every lane sorts before any
-sweeps); the lanes, not the threads, split the work, so the list does not depend on the
-thread count.
+columns are dealt in turn to LANES lanes, which sort and then sweep on numba's threads
+(a lane's sweep reads the next row, so every lane sorts before any sweeps); the lanes,
+not the threads, split the work, so the list does not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -54,25 +53,29 @@ class ColumnGrid:
         self.max_columns = COLUMNS_PER_SPHERE * p + 64
         self.column_start = np.zeros(self.max_columns + 2, np.int64)
         self.sorted_x = np.zeros((3, p))  # positions (m) in that order, x, y, z rows
-        self.lane_rows = np.zeros(LANES + 1, np.int64)
         self.tally = np.zeros((LANES, 2), np.int64)  # no tile pairs: zeros for _gather
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def sort_columns(x, prims, reach, order, previous, column, column_start, sorted_x,
-                 max_columns, lane_rows):
+                 max_columns):
     """Put the spheres (prims) at the positions x (m) into columns (module docstring):
     order holds them column by column (counting sort in the previous order), sorted_x
-    their positions, column_start (C + 1) where each column starts; lane_rows the first
-    row of each lane. Returns (the number of columns C, columns per row, the axis along
-    which the columns are sorted: 0, 1 or 2)."""
+    their positions, column_start (C + 1) where each column starts. Returns (the number
+    of columns C, columns per row, the axis along which the columns are sorted: 0, 1 or
+    2). The bounds and cells are prange loops (on numba's threads in a parallel
+    caller), the counting sort is serial."""
     n = order.shape[0]
     lo0 = lo1 = lo2 = np.inf
     hi0 = hi1 = hi2 = -np.inf
-    for p in range(n):
+    for p in prange(n):
         i = prims[p, 0]
-        lo0, lo1, lo2 = min(lo0, x[i, 0]), min(lo1, x[i, 1]), min(lo2, x[i, 2])
-        hi0, hi1, hi2 = max(hi0, x[i, 0]), max(hi1, x[i, 1]), max(hi2, x[i, 2])
+        lo0 = min(lo0, x[i, 0])
+        lo1 = min(lo1, x[i, 1])
+        lo2 = min(lo2, x[i, 2])
+        hi0 = max(hi0, x[i, 0])
+        hi1 = max(hi1, x[i, 1])
+        hi2 = max(hi2, x[i, 2])
     along, spread_along = 0, _spread(lo0, hi0)
     if _spread(lo1, hi1) > spread_along:
         along, spread_along = 1, _spread(lo1, hi1)
@@ -89,13 +92,13 @@ def sort_columns(x, prims, reach, order, previous, column, column_start, sorted_
     rows = np.int64(np.floor(spread_c / side)) + 3
     columns = per_row * rows
     inverse = 1.0 / side
+    for p in prange(n):
+        i = prims[p, 0]
+        column[p] = (_cell(x[i, b], lo_b, inverse, per_row)
+                     + per_row * _cell(x[i, c], lo_c, inverse, rows))
     column_start[:columns + 2] = 0
     for p in range(n):
-        i = prims[p, 0]
-        k = (_cell(x[i, b], lo_b, inverse, per_row)
-             + per_row * _cell(x[i, c], lo_c, inverse, rows))
-        column[p] = k
-        column_start[k + 2] += 1
+        column_start[column[p] + 2] += 1
     for k in range(columns):
         column_start[k + 2] += column_start[k + 1]
     previous[:] = order
@@ -108,14 +111,6 @@ def sort_columns(x, prims, reach, order, previous, column, column_start, sorted_
         order[w] = p
         i = prims[p, 0]
         xs[w], ys[w], zs[w] = x[i, 0], x[i, 1], x[i, 2]
-    lane_rows[0] = 1
-    row = 1
-    for lane in range(1, LANES):
-        target = (n * lane) // LANES
-        while row < rows - 1 and column_start[per_row * row] < target:
-            row += 1
-        lane_rows[lane] = row
-    lane_rows[LANES] = rows - 1
     return columns, per_row, along
 
 
@@ -137,23 +132,32 @@ def _cell(value, lo, inverse, count):
 
 
 @njit(cache=True, inline="always")
-def _sort_rows(first_row, last_row, per_row, column_start, sorted_x, along, order):
-    """Insertion sort of each column of rows first_row..last_row-1 along the axis."""
+def _sort_rows(lane, columns, per_row, column_start, sorted_x, along, order):
+    """Insertion sort along the axis of each column of the lane's rows: every LANES-th
+    row from row 1 + lane (the first and last rows and columns are empty). Dealt in
+    turn, the rows of a dense and of a sparse part of the spread fall to every lane
+    alike (a row costs as much as its spheres and its columns)."""
     key = sorted_x[along]
-    for k in range(per_row * first_row, per_row * last_row):
-        first = column_start[k]
-        for w in range(first + 1, column_start[k + 1]):
-            value = key[w]
-            if key[w - 1] <= value:
-                continue
-            x0, x1, x2, p = sorted_x[0, w], sorted_x[1, w], sorted_x[2, w], order[w]
-            u = w - 1
-            while u >= first and key[u] > value:
-                sorted_x[0, u + 1], sorted_x[1, u + 1] = sorted_x[0, u], sorted_x[1, u]
-                sorted_x[2, u + 1], order[u + 1] = sorted_x[2, u], order[u]
-                u -= 1
-            sorted_x[0, u + 1], sorted_x[1, u + 1], sorted_x[2, u + 1] = x0, x1, x2
-            order[u + 1] = p
+    for row in range(1 + lane, columns // per_row - 1, LANES):
+        for k in range(per_row * row + 1, per_row * (row + 1) - 1):
+            _sort_column(column_start[k], column_start[k + 1], sorted_x, key, order)
+
+
+@njit(cache=True, inline="always")
+def _sort_column(first, end, sorted_x, key, order):
+    """Insertion sort of the column first..end-1 along the axis (key)."""
+    for w in range(first + 1, end):
+        value = key[w]
+        if key[w - 1] <= value:
+            continue
+        x0, x1, x2, p = sorted_x[0, w], sorted_x[1, w], sorted_x[2, w], order[w]
+        u = w - 1
+        while u >= first and key[u] > value:
+            sorted_x[0, u + 1], sorted_x[1, u + 1] = sorted_x[0, u], sorted_x[1, u]
+            sorted_x[2, u + 1], order[u + 1] = sorted_x[2, u], order[u]
+            u -= 1
+        sorted_x[0, u + 1], sorted_x[1, u + 1], sorted_x[2, u + 1] = x0, x1, x2
+        order[u + 1] = p
 
 
 @njit(cache=True, inline="always")
@@ -185,13 +189,13 @@ def _sweep(s0, s1, t0, t1, sorted_x, along, order, reach, pairs, found, lane):
 
 
 @njit(cache=True, inline="always")
-def _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, shape,
+def _sweep_rows(lane, columns, per_row, column_start, sorted_x, along, order, shape,
                 exclude_sq, reach, pairs, found):
     """The lane's rows: each column against itself and its forward neighbours; then the
     pairs met that are excluded leave the lane's buffer (a loop of its own: the sweeps'
     loops stay short)."""
     found[lane] = 0
-    for row in range(lane_rows[lane], lane_rows[lane + 1]):
+    for row in range(1 + lane, columns // per_row - 1, LANES):
         for k in range(per_row * row + 1, per_row * (row + 1) - 1):
             s0, s1 = column_start[k], column_start[k + 1]
             if s0 == s1:
@@ -218,14 +222,13 @@ def _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, 
 def _query(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """query_columns' work; its lanes' loops are prange (plain ranges when the caller is
     not parallel)."""
-    order, previous, column, column_start, sorted_x, max_columns, lane_rows, tally = grid
-    _, per_row, along = sort_columns(x, shape[0], reach, order, previous, column,
-                                     column_start, sorted_x, max_columns, lane_rows)
+    order, previous, column, column_start, sorted_x, max_columns, tally = grid
+    columns, per_row, along = sort_columns(x, shape[0], reach, order, previous, column,
+                                           column_start, sorted_x, max_columns)
     for lane in prange(LANES):
-        _sort_rows(lane_rows[lane], lane_rows[lane + 1], per_row, column_start, sorted_x,
-                   along, order)
+        _sort_rows(lane, columns, per_row, column_start, sorted_x, along, order)
     for lane in prange(LANES):
-        _sweep_rows(lane, per_row, column_start, sorted_x, along, order, lane_rows, shape,
+        _sweep_rows(lane, columns, per_row, column_start, sorted_x, along, order, shape,
                     exclude_sq, reach, pairs, found)
     return _gather(pairs, found, tally, listed)
 
@@ -235,7 +238,7 @@ def query_columns(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """Candidate pairs (p < q) of a set of spheres into listed (L, 2) (module
     docstring): ``shape`` = (prims, adj_start, adj_list, component, rest_x) of the
     Primitives, ``grid`` = (order, previous, column, column_start, sorted_x,
-    max_columns, lane_rows, tally) of a ColumnGrid, pairs and found the lanes' buffers
+    max_columns, tally) of a ColumnGrid, pairs and found the lanes' buffers
     (Tiles.lane_pairs, lane_found). Returns tiles._gather's tuple."""
     return _query(x, shape, grid, listed, exclude_sq, reach, pairs, found)
 

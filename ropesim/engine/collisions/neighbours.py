@@ -190,7 +190,7 @@ class NeighbourList:
                 query = query_columns_parallel if use_parallel else query_columns
                 total, lane_needed, self.searched, self.certified = query(
                     x, shape, (g.order, g.previous, g.column, g.column_start, g.sorted_x,
-                               g.max_columns, g.lane_rows, g.tally),
+                               g.max_columns, g.tally),
                     self.listed, exclude_sq, reach, t.lane_pairs, t.lane_found)
             else:
                 query = query_tiles_parallel if use_parallel else query_tiles
