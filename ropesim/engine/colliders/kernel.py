@@ -830,21 +830,18 @@ def _tip_contacts(x, x_prev, v, inv_mass, sheet_triangles, tips, tip_ranges, col
             b0x, b0y, b0z = _to_local(before, x_prev[j, 0], x_prev[j, 1], x_prev[j, 2])
             c0x, c0y, c0z = _to_local(before, x_prev[k, 0], x_prev[k, 1], x_prev[k, 2])
             n0x, n0y, n0z, ok0 = _plane(a0x, a0y, a0z, b0x, b0y, b0z, c0x, c0y, c0z)
+            # the triangle after the step, in the collider's frame: worked out again only
+            # after a tip pushed it
+            (ax, ay, az, bx, by, bz, cx, cy, cz, nx, ny, nz, ok1, moved) = _posed_triangle(
+                after, x, i, j, k, a0x, a0y, a0z, b0x, b0y, b0z, c0x, c0y, c0z)
             for m in range(first, last):
                 tx, ty, tz = tips[m, 0], tips[m, 1], tips[m, 2]
-                ax, ay, az = _to_local(after, x[i, 0], x[i, 1], x[i, 2])
-                bx, by, bz = _to_local(after, x[j, 0], x[j, 1], x[j, 2])
-                cx, cy, cz = _to_local(after, x[k, 0], x[k, 1], x[k, 2])
-                nx, ny, nz, ok1 = _plane(ax, ay, az, bx, by, bz, cx, cy, cz)
                 if not ok1:
                     continue
                 s1 = nx * (tx - ax) + ny * (ty - ay) + nz * (tz - az)
                 s0 = (n0x * (tx - a0x) + n0y * (ty - a0y) + n0z * (tz - a0z)) if ok0 else s1
                 side = 1.0 if s0 > 0.0 or (s0 == 0.0 and s1 >= 0.0) else -1.0
                 beyond = side * s1  # the tip's distance on its side (< 0: gone through)
-                moved = np.sqrt(max((ax - a0x) ** 2 + (ay - a0y) ** 2 + (az - a0z) ** 2,
-                                    (bx - b0x) ** 2 + (by - b0y) ** 2 + (bz - b0z) ** 2,
-                                    (cx - c0x) ** 2 + (cy - c0y) ** 2 + (cz - c0z) ** 2))
                 if beyond >= gap or -beyond > moved + gap:
                     continue
                 wa, wb, wc = _barycentric(tx - s1 * nx, ty - s1 * ny, tz - s1 * nz, ax, ay, az,
@@ -868,7 +865,25 @@ def _tip_contacts(x, x_prev, v, inv_mass, sheet_triangles, tips, tip_ranges, col
                 if _push_corners(x, v, i, j, k, inv_mass[i], inv_mass[j], inv_mass[k], wa, wb,
                                  wc, depth, ux, uy, uz, after, motion[c], row[FRICTION], False):
                     touching += 1
+                    (ax, ay, az, bx, by, bz, cx, cy, cz, nx, ny, nz, ok1,
+                     moved) = _posed_triangle(after, x, i, j, k, a0x, a0y, a0z, b0x, b0y,
+                                              b0z, c0x, c0y, c0z)
     return touching
+
+
+@njit(cache=True, inline="always")
+def _posed_triangle(pose, x, i, j, k, a0x, a0y, a0z, b0x, b0y, b0z, c0x, c0y, c0z):
+    """The triangle of particles i, j, k of x in the frame at ``pose`` (its corners a, b,
+    c, m), its unit normal and whether it has one (_plane), and how far (m) its farthest
+    corner moved from a0, b0, c0 (its corners before the step, in the frame before)."""
+    ax, ay, az = _to_local(pose, x[i, 0], x[i, 1], x[i, 2])
+    bx, by, bz = _to_local(pose, x[j, 0], x[j, 1], x[j, 2])
+    cx, cy, cz = _to_local(pose, x[k, 0], x[k, 1], x[k, 2])
+    nx, ny, nz, ok = _plane(ax, ay, az, bx, by, bz, cx, cy, cz)
+    moved = np.sqrt(max((ax - a0x) ** 2 + (ay - a0y) ** 2 + (az - a0z) ** 2,
+                        (bx - b0x) ** 2 + (by - b0y) ** 2 + (bz - b0z) ** 2,
+                        (cx - c0x) ** 2 + (cy - c0y) ** 2 + (cz - c0z) ** 2))
+    return ax, ay, az, bx, by, bz, cx, cy, cz, nx, ny, nz, ok, moved
 
 
 @njit(cache=True)
