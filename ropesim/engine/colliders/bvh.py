@@ -32,14 +32,10 @@ def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """(t, 21) unit pseudo-normals of every triangle's face, vertices (a, b, c; angle-
     weighted) and edges (ab, bc, ca; the sum of the two faces). Vertices at the same
     place count as one."""
-    _, welded = np.unique(vertices, axis=0, return_inverse=True)
-    ids = welded.ravel()[triangles]
-    corners = vertices[triangles]
-    face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-    face /= np.linalg.norm(face, axis=1)[:, None]
+    points, ids, corners, face = _welded_faces(vertices, triangles)
     out = np.zeros((len(triangles), 21))
     out[:, 0:3] = face
-    vertex_sum = _vertex_sums(corners, face, ids, welded.max() + 1)
+    vertex_sum = _vertex_sums(corners, face, ids, len(points))
     edges = np.sort(np.stack([ids, np.roll(ids, -1, axis=1)], -1).reshape(-1, 2), axis=1)
     _, edge_id = np.unique(edges, axis=0, return_inverse=True)
     edge_sum = np.zeros((edge_id.max() + 1, 3))
@@ -50,6 +46,19 @@ def pseudo_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
         out[:, 3 + 3 * k:6 + 3 * k] = vn / np.maximum(np.linalg.norm(vn, axis=1), 1e-300)[:, None]
         out[:, 12 + 3 * k:15 + 3 * k] = en / np.maximum(np.linalg.norm(en, axis=1), 1e-300)[:, None]
     return out
+
+
+def _welded_faces(vertices: np.ndarray, triangles: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(points (p, 3) m: the distinct vertices, ids (t, 3): each corner's point,
+    corners (t, 3, 3) m, face (t, 3): the unit face normals) of a mesh whose vertices
+    at the same place count as one."""
+    points, welded = np.unique(vertices, axis=0, return_inverse=True)
+    ids = welded.ravel()[triangles]
+    corners = points[ids]
+    face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    face /= np.linalg.norm(face, axis=1)[:, None]
+    return points, ids, corners, face
 
 
 def _vertex_sums(corners: np.ndarray, face: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
@@ -482,11 +491,7 @@ def tip_sines(vertices: np.ndarray, triangles: np.ndarray,
     (against its angle-weighted normal), over that depth. 1 on a flat or concave part,
     1/sqrt(3) at a cube's corner, sin 10 deg at a cone's apex 20 deg wide. ``bvh``: the
     mesh's build_bvh, if already built."""
-    points, welded = np.unique(vertices, axis=0, return_inverse=True)
-    ids = welded.ravel()[triangles]
-    corners = points[ids]
-    face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-    face /= np.linalg.norm(face, axis=1)[:, None]
+    points, ids, corners, face = _welded_faces(vertices, triangles)
     normal = _vertex_sums(corners, face, ids, len(points))
     normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
     shortest = np.full(len(points), np.inf)
