@@ -37,7 +37,7 @@ COLUMNS_PER_SPHERE = 4
 WIDEN = 1.25
 
 
-def spheres_only(prims: Primitives) -> bool:
+def all_spheres(prims: Primitives) -> bool:
     """Whether every primitive of the set is a sphere (the grid's case)."""
     return prims.n_spheres == prims.prims.shape[0]
 

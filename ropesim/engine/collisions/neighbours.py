@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from .. import parallel
-from .columns import ColumnGrid, query_columns, query_columns_parallel, spheres_only
+from .columns import ColumnGrid, all_spheres, query_columns, query_columns_parallel
 from .primitives import Primitives
 from .tiles import (build_tiles, drifted, fit_tiles, fit_tiles_parallel, query_tiles,
                     query_tiles_parallel, refit_tree)
@@ -114,7 +114,7 @@ class NeighbourList:
         self.probing = False  # the checked list is a probe
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
         # a rebuilt list of spheres only is built on a column grid (columns.py)
-        self.columns = ColumnGrid(len(prims.prims)) if spheres_only(prims) else None
+        self.columns = ColumnGrid(len(prims.prims)) if all_spheres(prims) else None
         # a rebuilt list of spheres on the columns (True) or on the tiles (False)
         self.grid_chooser = parallel.Chooser(follows_mode=False)
 
