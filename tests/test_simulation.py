@@ -53,6 +53,9 @@ def test_bad_positions_and_springs_are_rejected():
     (dict(drag=-1.0), r"drag"),
     (dict(substeps=0), r"substeps"),
     (dict(dtype=np.int32), r"dtype: allowed float32 or float64"),
+    (dict(dtype="zz"), r"dtype: allowed float32 or float64"),  # numpy: TypeError
+    (dict(dtype="0\x08"), r"dtype: allowed float32 or float64"),  # numpy: ValueError
+    (dict(dtype="01"), r"dtype: allowed float32 or float64"),  # numpy: SyntaxError
 ])
 def test_bad_simulation_settings_name_the_field(kwargs, message):
     if message is None:

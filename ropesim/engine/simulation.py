@@ -200,7 +200,7 @@ class Simulation(TopologyEditing):
             raise TypeError(f"system: expected a SpringSystem, got {type(system).__name__}")
         try:
             valid = dtype is not None and np.dtype(dtype) in (np.float32, np.float64)
-        except TypeError:
+        except (TypeError, ValueError, SyntaxError):  # what numpy raises for what it cannot read
             valid = False
         if not valid:
             raise ValueError(f"dtype: allowed float32 or float64, got {show(dtype)}")
