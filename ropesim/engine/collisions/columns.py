@@ -48,23 +48,34 @@ class ColumnGrid:
     def __init__(self, n_spheres: int):
         p = n_spheres
         self.order = np.arange(p, dtype=np.int64)  # the spheres column by column
-        self.previous = np.zeros(p, np.int64)
-        self.column = np.zeros(p, np.int64)
+        self.previous = np.zeros(p, np.int64)  # the last build's order
+        self.column = np.zeros(p, np.int64)  # column of previous[u]
+        self.staged = np.zeros((3, p))  # position (m) of previous[u], x, y, z rows
         self.max_columns = COLUMNS_PER_SPHERE * p + 64
-        self.column_start = np.zeros(self.max_columns + 2, np.int64)
+        self.column_start = np.zeros(self.max_columns + 1, np.int64)
+        # per half of the previous order, each column's count and then its cursor
+        self.cursor = np.zeros((2, self.max_columns), np.int64)
         self.sorted_x = np.zeros((3, p))  # positions (m) in that order, x, y, z rows
         self.tally = np.zeros((LANES, 2), np.int64)  # no tile pairs: zeros for _gather
 
+    @property
+    def arrays(self) -> tuple:
+        """The grid argument of query_columns."""
+        return (self.order, self.previous, self.column, self.staged, self.column_start,
+                self.cursor, self.sorted_x, self.max_columns, self.tally)
+
 
 @njit(cache=True, inline="always")
-def sort_columns(x, prims, reach, order, previous, column, column_start, sorted_x,
-                 max_columns):
+def sort_columns(x, prims, reach, grid):
     """Put the spheres (prims) at the positions x (m) into columns (module docstring):
-    order holds them column by column (counting sort in the previous order), sorted_x
-    their positions, column_start (C + 1) where each column starts. Returns (the number
-    of columns C, columns per row, the axis along which the columns are sorted: 0, 1 or
-    2). The bounds and cells are prange loops (on numba's threads in a parallel
-    caller), the counting sort is serial."""
+    grid's order holds them column by column (a counting sort in the previous order),
+    sorted_x their positions, column_start (C + 1) where each column starts. Returns
+    (the number of columns C, columns per row, the axis along which the columns are
+    sorted: 0, 1 or 2). Its loops are prange loops (on numba's threads in a parallel
+    caller): the bounds and cells over the spheres, the count and the scatter over the
+    two halves of the previous order (the first half's spheres go first in each column:
+    the order of one serial counting sort), with only the prefix sum serial."""
+    order, previous, column, staged, column_start, cursor, sorted_x, max_columns = grid[:8]
     n = order.shape[0]
     lo0 = lo1 = lo2 = np.inf
     hi0 = hi1 = hi2 = -np.inf
@@ -92,25 +103,32 @@ def sort_columns(x, prims, reach, order, previous, column, column_start, sorted_
     rows = np.int64(np.floor(spread_c / side)) + 3
     columns = per_row * rows
     inverse = 1.0 / side
-    for p in prange(n):
-        i = prims[p, 0]
-        column[p] = (_cell(x[i, b], lo_b, inverse, per_row)
-                     + per_row * _cell(x[i, c], lo_c, inverse, rows))
-    column_start[:columns + 2] = 0
-    for p in range(n):
-        column_start[column[p] + 2] += 1
-    for k in range(columns):
-        column_start[k + 2] += column_start[k + 1]
     previous[:] = order
+    for u in prange(n):  # in the previous order: the scatter below reads in turn
+        i = prims[previous[u], 0]
+        staged[0, u], staged[1, u], staged[2, u] = x[i, 0], x[i, 1], x[i, 2]
+        column[u] = (_cell(x[i, b], lo_b, inverse, per_row)
+                     + per_row * _cell(x[i, c], lo_c, inverse, rows))
+    half = (n + 1) // 2
+    for h in prange(2):
+        cursor[h, :columns] = 0
+        for u in range(h * half, min(n, (h + 1) * half)):
+            cursor[h, column[u]] += 1
+    total = 0
+    for k in range(columns):
+        column_start[k] = total
+        first = cursor[0, k]
+        cursor[0, k] = total
+        cursor[1, k], total = total + first, total + first + cursor[1, k]
+    column_start[columns] = total
     xs, ys, zs = sorted_x[0], sorted_x[1], sorted_x[2]
-    for u in range(n):  # column_start[k + 1] is column k's cursor, then its end
-        p = previous[u]
-        k = column[p]
-        w = column_start[k + 1]
-        column_start[k + 1] = w + 1
-        order[w] = p
-        i = prims[p, 0]
-        xs[w], ys[w], zs[w] = x[i, 0], x[i, 1], x[i, 2]
+    for h in prange(2):
+        for u in range(h * half, min(n, (h + 1) * half)):
+            k = column[u]
+            w = cursor[h, k]
+            cursor[h, k] = w + 1
+            order[w] = previous[u]
+            xs[w], ys[w], zs[w] = staged[0, u], staged[1, u], staged[2, u]
     return columns, per_row, along
 
 
@@ -222,9 +240,8 @@ def _sweep_rows(lane, columns, per_row, column_start, sorted_x, along, order, sh
 def _query(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """query_columns' work; its lanes' loops are prange (plain ranges when the caller is
     not parallel)."""
-    order, previous, column, column_start, sorted_x, max_columns, tally = grid
-    columns, per_row, along = sort_columns(x, shape[0], reach, order, previous, column,
-                                           column_start, sorted_x, max_columns)
+    order, column_start, sorted_x, tally = grid[0], grid[4], grid[6], grid[8]
+    columns, per_row, along = sort_columns(x, shape[0], reach, grid)
     for lane in prange(LANES):
         _sort_rows(lane, columns, per_row, column_start, sorted_x, along, order)
     for lane in prange(LANES):
@@ -237,8 +254,7 @@ def _query(x, shape, grid, listed, exclude_sq, reach, pairs, found):
 def query_columns(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """Candidate pairs (p < q) of a set of spheres into listed (L, 2) (module
     docstring): ``shape`` = (prims, adj_start, adj_list, component, rest_x) of the
-    Primitives, ``grid`` = (order, previous, column, column_start, sorted_x,
-    max_columns, tally) of a ColumnGrid, pairs and found the lanes' buffers
+    Primitives, ``grid`` = ColumnGrid.arrays, pairs and found the lanes' buffers
     (Tiles.lane_pairs, lane_found). Returns tiles._gather's tuple."""
     return _query(x, shape, grid, listed, exclude_sq, reach, pairs, found)
 

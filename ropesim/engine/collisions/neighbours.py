@@ -189,8 +189,7 @@ class NeighbourList:
                 g = self.columns
                 query = query_columns_parallel if use_parallel else query_columns
                 total, lane_needed, self.searched, self.certified = query(
-                    x, shape, (g.order, g.previous, g.column, g.column_start, g.sorted_x,
-                               g.max_columns, g.tally),
+                    x, shape, g.arrays,
                     self.listed, exclude_sq, reach, t.lane_pairs, t.lane_found)
             else:
                 query = query_tiles_parallel if use_parallel else query_tiles
