@@ -516,6 +516,80 @@ def test_touching_pair_keys_are_sorted_by_counting_or_quicksort_alike(count):
     assert (padded[count:] == -1).all()
 
 
+def touching_keys(sim):
+    """The touching pairs' keys of sim's positions now (self_contact.touching_pairs)."""
+    from ropesim.engine.collisions.self_contact import touching_pairs
+
+    nl = sim._self_collision.neighbours
+    nl.build(sim.positions, sim.thickness)
+    found = touching_pairs(sim.positions, nl.prims.prims, nl.pairs, sim.thickness, nl.keys,
+                           nl.spare_keys, nl.key_counts)
+    return nl.prims.prims, nl.keys[:found].copy()
+
+
+@pytest.mark.parametrize("shape", ["crumpled cloth", "rope coil"])
+def test_two_sides_of_the_split_share_no_particle_and_keep_the_pairs_order(shape):
+    """split_sides deals every touching pair once: those below the plane and those above
+    (sorted, as they came) share no particle, so their passes can run at once."""
+    from ropesim.engine.collisions.self_contact import KEY_MASK, KEY_SHIFT, split_sides
+
+    if shape == "rope coil":
+        angle = np.linspace(0.0, 40 * np.pi, 400)
+        coil = np.c_[0.05 * np.cos(angle), np.linspace(0.0, 0.02, 400), 0.05 * np.sin(angle)]
+        sim = rs.Simulation(rs.rope(400, 7.98, pins="none"), dt=1e-3,
+                            self_collision=True, thickness=0.012)
+        assert build_primitives(sim.system).n_capsules == 399
+        sim.positions[:] = coil
+    else:
+        sim = crumpled_cloth()
+    prims, keys = touching_keys(sim)
+    sided = np.zeros_like(keys)
+    below, above = split_sides(sim.positions, prims, keys, len(keys), sided)
+    groups = sided[:below], sided[below:below + above], sided[below + above:]
+    assert min(below, above) > 0.25 * len(keys)  # the plane halves the work
+    assert len(groups[2]) < 0.2 * len(keys)  # few pairs straddle it
+    np.testing.assert_array_equal(np.sort(sided), keys)  # each pair once
+    for group in groups:
+        np.testing.assert_array_equal(group, np.sort(group))
+
+    def particles(group):
+        p, q = group >> KEY_SHIFT, group & KEY_MASK
+        return set(prims[p].ravel().tolist()) | set(prims[q].ravel().tolist())
+    assert not particles(groups[0]) & particles(groups[1])
+
+
+def test_pass_over_two_sides_gives_the_same_bits_serial_parallel_and_in_either_order():
+    """resolve_sides on numba's threads, serially, and with the sides swapped (so the
+    other side's pairs go first): the same positions and velocities; momentum kept."""
+    from ropesim.engine.collisions.self_contact import (ITERATIONS, resolve_sides,
+                                                        resolve_sides_parallel, split_sides)
+
+    sim = crumpled_cloth()
+    sim.velocities[:] = np.random.default_rng(2).normal(0.0, 0.5, sim.velocities.shape)
+    prims, keys = touching_keys(sim)
+    assert len(keys) > 1000
+    sided = np.zeros_like(keys)
+    below, above = split_sides(sim.positions, prims, keys, len(keys), sided)
+    swapped = np.concatenate([sided[below:below + above], sided[:below],
+                              sided[below + above:]])
+    results = []
+    for resolve, order, first in ((resolve_sides_parallel, sided, below),
+                                  (resolve_sides, sided, below),
+                                  (resolve_sides, swapped, above)):
+        x, v = sim.positions.copy(), sim.velocities.copy()
+        touched = resolve(x, v, sim._params.inv_mass, sim._fixed, prims, order, first,
+                          below + above - first, len(keys), sim.thickness,
+                          sim.self_friction, ITERATIONS, np.zeros(2, np.int64))
+        assert touched >= len(keys)
+        results.append((x, v))
+    for x, v in results[1:]:
+        np.testing.assert_array_equal(x, results[0][0])
+        np.testing.assert_array_equal(v, results[0][1])
+    masses = sim.masses[:, None]
+    np.testing.assert_allclose((masses * results[0][1]).sum(0),
+                               (masses * sim.velocities).sum(0), atol=1e-12)
+
+
 # --- settings --------------------------------------------------------------------------------
 def test_default_thickness_is_a_fraction_of_the_particle_spacing():
     assert default_thickness(rs.cloth(6, 6, spacing=0.05)) == pytest.approx(

@@ -32,6 +32,7 @@ from ..engine import builders, parallel
 from ..engine.contacts import Box, Capsule, Ground, Mesh, Sphere
 from ..engine.forces import Wind
 from ..engine.integrators import INTEGRATORS
+from ..engine.model import concatenate
 from ..engine.simulation import Simulation, SimulationDiverged
 from ..io.scenes import load, scene_names
 
@@ -100,6 +101,14 @@ def _collisions_job(dtype: str) -> None:
         return sim
 
     _step_both_ways(rebuilt_on_columns, steps=0)
+
+    def two_layers() -> Simulation:  # touching all over: the passes on two sides at once
+        sim = Simulation(concatenate([_cloth(24), _cloth(24)]), dt=1 / 600, dtype=dtype,
+                         self_collision=True)
+        sim.positions[24 * 24:, 2] += 0.5 * sim.thickness
+        return sim
+
+    _step_both_ways(two_layers, steps=1)
 
 
 def _scenes_job() -> None:

@@ -5,8 +5,12 @@ ground and spheres), the pairs of the neighbour list (neighbours.py) whose primi
 are closer than ``thickness`` (m) are taken, in the order of their primitives' indices
 (touching_pairs), and projected apart in up to ``ITERATIONS`` Gauss-Seidel passes over
 them (a pair that another pair's projection pushes closer than the thickness waits for
-the next step). So the pass depends on the positions and velocities only, not on when
-the list was last built: a rewound simulation (snapshot.py) steps on bit for bit.
+the next step). From SPLIT_PAIRS touching pairs on, the pairs are first dealt to the
+two sides of a plane (split_sides: no particle has pairs on both), the passes over each
+side run at once on two threads (resolve_sides), then those over the pairs that straddle
+the plane. So the pass depends on the positions and velocities only, not on when the
+list was last built or on the threads: a rewound simulation (snapshot.py) steps on bit
+for bit.
 
 * position: the closest points p (at s on segment a0-a1) and q (at t on b0-b1) move
   apart along n = (p - q) / |p - q| until |p - q| = thickness; the correction is split
@@ -33,8 +37,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from .. import parallel
 from ..model import SpringSystem, check_fits_dtype, check_number, show
 from .geometry import pair_weights, weighted_gap
 from .neighbours import NeighbourList
@@ -42,6 +47,9 @@ from .primitives import build_primitives
 
 #: Gauss-Seidel passes over the contact pairs per step
 ITERATIONS = 4
+#: from this many touching pairs on, the passes run on the two sides of a plane at once
+#: (split_sides, resolve_sides)
+SPLIT_PAIRS = 512
 #: a touching pair (p, q) is the key (p << KEY_SHIFT) | q: sorted keys order the pairs
 #: by p, then q, and a shift and a mask decode them (no division in the passes)
 KEY_SHIFT = 31
@@ -156,16 +164,70 @@ def _count_sort(source, target, found, counts, shift, mask):
 
 
 @njit(cache=True)
-def resolve_pairs(x, v, inv_mass, fixed, prims, keys, found, thickness, friction,
-                  iterations):
-    """Project the touching pairs keys[:found] (touching_pairs) apart (module
-    docstring); returns how many pair projections ran (a pair counts once per pass it
-    was found penetrating). Two spheres take the short way (_project_spheres), with the
-    arithmetic of the general one (_project_pair) for weights (1, 0, 0, 1, 0, 0)."""
+def split_sides(x, prims, keys, found, sided):
+    """Deal the touching pairs keys[:found] (sorted) to two sides of a plane, stably into
+    sided[:found]: first the pairs all of whose particles lie below the plane, then those
+    above, then those with particles on both sides; returns (below, above), the first two
+    counts. The plane is normal to the widest axis of the pairs' first particles' box, at
+    their mean: no particle has pairs on both sides, so the two sides' passes can run at
+    once (resolve_sides), and the split depends on the positions only."""
+    lo0 = lo1 = lo2 = np.inf
+    hi0 = hi1 = hi2 = -np.inf
+    sum0 = sum1 = sum2 = 0.0
+    for k in range(found):
+        i = prims[keys[k] >> KEY_SHIFT, 0]
+        c0, c1, c2 = np.float64(x[i, 0]), np.float64(x[i, 1]), np.float64(x[i, 2])
+        lo0, hi0, sum0 = min(lo0, c0), max(hi0, c0), sum0 + c0
+        lo1, hi1, sum1 = min(lo1, c1), max(hi1, c1), sum1 + c1
+        lo2, hi2, sum2 = min(lo2, c2), max(hi2, c2), sum2 + c2
+    axis, plane = 0, sum0 / max(found, 1)
+    if hi1 - lo1 > hi0 - lo0 and hi1 - lo1 >= hi2 - lo2:
+        axis, plane = 1, sum1 / max(found, 1)
+    elif hi2 - lo2 > hi0 - lo0 and hi2 - lo2 > hi1 - lo1:
+        axis, plane = 2, sum2 / max(found, 1)
+    below = above = 0
+    for k in range(found):
+        side = _side(x, prims, keys[k], axis, plane)
+        below += side == 0
+        above += side == 1
+    first, second, third = 0, below, below + above  # the three groups' cursors
+    for k in range(found):
+        side = _side(x, prims, keys[k], axis, plane)
+        if side == 0:
+            sided[first] = keys[k]
+            first += 1
+        elif side == 1:
+            sided[second] = keys[k]
+            second += 1
+        else:
+            sided[third] = keys[k]
+            third += 1
+    return below, above
+
+
+@njit(cache=True, inline="always")
+def _side(x, prims, key, axis, plane):
+    """0 if every particle of the pair's primitives lies below the plane (m along the
+    axis), 1 if every one lies at or above it, 2 if both (a NaN counts as both)."""
+    p, q = key >> KEY_SHIFT, key & KEY_MASK
+    below = above = False
+    for r in range(3):
+        for i in (prims[p, r], prims[q, r]):
+            c = x[i, axis]
+            below |= not c >= plane
+            above |= not c < plane
+    return 2 if below and above else (0 if below else 1)
+
+
+@njit(cache=True, inline="always")
+def _passes(x, v, inv_mass, fixed, prims, keys, first, end, thickness, friction,
+            iterations):
+    """Up to ``iterations`` Gauss-Seidel passes over the pairs keys[first:end], until
+    one moves nothing; returns how many pair projections ran."""
     touching = 0
     for _ in range(iterations):
         moved = 0
-        for k in range(found):
+        for k in range(first, end):
             p, q = keys[k] >> KEY_SHIFT, keys[k] & KEY_MASK
             a0, b0, spheres = _spheres(prims, p, q)
             if spheres:
@@ -178,6 +240,49 @@ def resolve_pairs(x, v, inv_mass, fixed, prims, keys, found, thickness, friction
         if moved == 0:
             break
     return touching
+
+
+@njit(cache=True)
+def resolve_pairs(x, v, inv_mass, fixed, prims, keys, found, thickness, friction,
+                  iterations):
+    """Project the touching pairs keys[:found] (touching_pairs) apart (module
+    docstring); returns how many pair projections ran (a pair counts once per pass it
+    was found penetrating). Two spheres take the short way (_project_spheres), with the
+    arithmetic of the general one (_project_pair) for weights (1, 0, 0, 1, 0, 0)."""
+    return _passes(x, v, inv_mass, fixed, prims, keys, 0, found, thickness, friction,
+                   iterations)
+
+
+@njit(cache=True, inline="always")
+def _resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found, thickness,
+                   friction, iterations, touched):
+    """resolve_sides' work (its sides' loop is a prange, on numba's threads in the
+    parallel caller)."""
+    for side in prange(2):
+        first, end = (0, below) if side == 0 else (below, below + above)
+        touched[side] = _passes(x, v, inv_mass, fixed, prims, sided, first, end,
+                                thickness, friction, iterations)
+    return touched[0] + touched[1] + _passes(x, v, inv_mass, fixed, prims, sided,
+                                             below + above, found, thickness, friction,
+                                             iterations)
+
+
+@njit(cache=True)
+def resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found, thickness,
+                  friction, iterations, touched):
+    """resolve_pairs over the pairs split_sides dealt into sided[:found]: the passes
+    over each side's pairs (they share no particle: in either order the same result),
+    then over the pairs that straddle the plane. touched: (2,) int64 scratch."""
+    return _resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found,
+                          thickness, friction, iterations, touched)
+
+
+@njit(cache=True, parallel=True)
+def resolve_sides_parallel(x, v, inv_mass, fixed, prims, sided, below, above, found,
+                           thickness, friction, iterations, touched):
+    """resolve_sides with the two sides on numba's threads: the same result."""
+    return _resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found,
+                          thickness, friction, iterations, touched)
 
 
 @njit(cache=True, inline="always")
@@ -320,6 +425,7 @@ class SelfCollision:
         self._neighbours: NeighbourList | None = None
         self._median_edge = median_triangle_edge(system)
         self.touching = 0  # pair projections of the last step
+        self._touched = np.zeros(2, np.int64)  # resolve_sides' scratch
 
     @property
     def sparse(self) -> bool:
@@ -345,6 +451,14 @@ class SelfCollision:
         prims = nl.prims.prims
         found = touching_pairs(x, prims, nl.pairs, self.thickness, nl.keys, nl.spare_keys,
                                nl.key_counts)
-        self.touching = resolve_pairs(x, v, inv_mass, fixed, prims, nl.keys, found,
-                                      self.thickness, self.friction, ITERATIONS)
+        if found < SPLIT_PAIRS:
+            self.touching = resolve_pairs(x, v, inv_mass, fixed, prims, nl.keys, found,
+                                          self.thickness, self.friction, ITERATIONS)
+            return self.touching
+        below, above = split_sides(x, prims, nl.keys, found, nl.spare_keys)
+        resolve = (resolve_sides_parallel if parallel.get_mode() != "serial"
+                   and parallel.threads() > 1 else resolve_sides)
+        self.touching = resolve(x, v, inv_mass, fixed, prims, nl.spare_keys, below, above,
+                                found, self.thickness, self.friction, ITERATIONS,
+                                self._touched)
         return self.touching
