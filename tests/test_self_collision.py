@@ -579,7 +579,8 @@ def test_pass_over_two_sides_gives_the_same_bits_serial_parallel_and_in_either_o
         x, v = sim.positions.copy(), sim.velocities.copy()
         touched = resolve(x, v, sim._params.inv_mass, sim._fixed, prims, order, first,
                           below + above - first, len(keys), sim.thickness,
-                          sim.self_friction, ITERATIONS, np.zeros(2, np.int64))
+                          sim.self_friction, ITERATIONS, np.zeros((len(keys), 2), np.int32),
+                          np.zeros((len(keys), 2)), np.zeros(2, np.int64))
         assert touched >= len(keys)
         results.append((x, v))
     for x, v in results[1:]:

@@ -98,8 +98,7 @@ class NeighbourList:
         self.tiles = build_tiles(prims)
         self.listed = np.zeros((START_PAIRS, 2), np.int32)  # pairs p < q, n_listed of them
         self.n_listed = 0
-        self.keys = np.zeros(START_PAIRS, np.int64)  # the touching pairs of a step, p * P + q
-        self.spare_keys = np.zeros_like(self.keys)  # the keys' sort's scratch
+        self._pair_scratch(START_PAIRS)
         self.key_counts = np.zeros(len(prims.prims) + 1, np.int64)
         self.x_build = np.zeros((n_particles, 3))
         self.built_for = -1.0  # thickness of the last build (m), -1: never built
@@ -117,6 +116,14 @@ class NeighbourList:
         self.columns = ColumnGrid(len(prims.prims)) if all_spheres(prims) else None
         # a rebuilt list of spheres on the columns (True) or on the tiles (False)
         self.grid_chooser = parallel.Chooser(follows_mode=False)
+
+    def _pair_scratch(self, size: int) -> None:
+        """Room for ``size`` touching pairs (self_contact.py): their keys (p << 31 | q),
+        the keys' sort's and split's scratch, the pass's ends and weights."""
+        self.keys = np.zeros(size, np.int64)
+        self.spare_keys = np.zeros_like(self.keys)
+        self.ends = np.zeros((size, 2), np.int32)
+        self.weights = np.zeros((size, 2))
 
     def update(self, x: np.ndarray, thickness: float) -> bool:
         """Rebuild if the list is kept rebuilt, or checked and the particles left the
@@ -207,8 +214,7 @@ class NeighbourList:
                 t.lane_pairs = np.zeros((t.lane_pairs.shape[0], 2 * lane_needed, 2), np.int32)
             elif total > self.listed.shape[0]:
                 self.listed = np.zeros((2 * total, 2), np.int32)
-                self.keys = np.zeros(2 * total, np.int64)  # for touching_pairs
-                self.spare_keys = np.zeros_like(self.keys)
+                self._pair_scratch(2 * total)
             else:
                 break
         if tiles_timed:

@@ -220,22 +220,40 @@ def _side(x, prims, key, axis, plane):
 
 
 @njit(cache=True, inline="always")
+def _weigh(keys, first, end, prims, inv_mass, fixed, ends, weights):
+    """Before the passes over keys[first:end]: for a pair of two spheres, their particles
+    (ends[k]) and inverse masses (weights[k], 1/kg; 0 if pinned or grabbed), so that each
+    pass reads them in turn; ends[k, 0] = -1 for any other pair (each pass weighs it from
+    its primitives)."""
+    for k in range(first, end):
+        p, q = keys[k] >> KEY_SHIFT, keys[k] & KEY_MASK
+        a0, b0, spheres = _spheres(prims, p, q)
+        if spheres:
+            ends[k, 0], ends[k, 1] = a0, b0
+            weights[k, 0] = 0.0 if fixed[a0] else inv_mass[a0]
+            weights[k, 1] = 0.0 if fixed[b0] else inv_mass[b0]
+        else:
+            ends[k, 0] = -1
+
+
+@njit(cache=True, inline="always")
 def _passes(x, v, inv_mass, fixed, prims, keys, first, end, thickness, friction,
-            iterations):
+            iterations, ends, weights):
     """Up to ``iterations`` Gauss-Seidel passes over the pairs keys[first:end], until
-    one moves nothing; returns how many pair projections ran."""
+    one moves nothing; returns how many pair projections ran. ends, weights: (L, 2)
+    scratch (_weigh)."""
+    _weigh(keys, first, end, prims, inv_mass, fixed, ends, weights)
     touching = 0
     for _ in range(iterations):
         moved = 0
         for k in range(first, end):
-            p, q = keys[k] >> KEY_SHIFT, keys[k] & KEY_MASK
-            a0, b0, spheres = _spheres(prims, p, q)
-            if spheres:
-                moved += _project_spheres(x, v, inv_mass, fixed, a0, b0, thickness,
-                                          friction)
+            a0 = ends[k, 0]
+            if a0 >= 0:
+                moved += _project_spheres(x, v, a0, ends[k, 1], weights[k, 0],
+                                          weights[k, 1], thickness, friction)
             else:
-                moved += _project_pair(x, v, inv_mass, fixed, prims, p, q, thickness,
-                                       friction)
+                moved += _project_pair(x, v, inv_mass, fixed, prims, keys[k] >> KEY_SHIFT,
+                                       keys[k] & KEY_MASK, thickness, friction)
         touching += moved
         if moved == 0:
             break
@@ -244,45 +262,46 @@ def _passes(x, v, inv_mass, fixed, prims, keys, first, end, thickness, friction,
 
 @njit(cache=True)
 def resolve_pairs(x, v, inv_mass, fixed, prims, keys, found, thickness, friction,
-                  iterations):
+                  iterations, ends, weights):
     """Project the touching pairs keys[:found] (touching_pairs) apart (module
     docstring); returns how many pair projections ran (a pair counts once per pass it
     was found penetrating). Two spheres take the short way (_project_spheres), with the
-    arithmetic of the general one (_project_pair) for weights (1, 0, 0, 1, 0, 0)."""
+    arithmetic of the general one (_project_pair) for weights (1, 0, 0, 1, 0, 0).
+    ends, weights: (L, 2) int32 and float64 scratch, L >= found."""
     return _passes(x, v, inv_mass, fixed, prims, keys, 0, found, thickness, friction,
-                   iterations)
+                   iterations, ends, weights)
 
 
 @njit(cache=True, inline="always")
 def _resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found, thickness,
-                   friction, iterations, touched):
+                   friction, iterations, ends, weights, touched):
     """resolve_sides' work (its sides' loop is a prange, on numba's threads in the
     parallel caller)."""
     for side in prange(2):
         first, end = (0, below) if side == 0 else (below, below + above)
         touched[side] = _passes(x, v, inv_mass, fixed, prims, sided, first, end,
-                                thickness, friction, iterations)
+                                thickness, friction, iterations, ends, weights)
     return touched[0] + touched[1] + _passes(x, v, inv_mass, fixed, prims, sided,
                                              below + above, found, thickness, friction,
-                                             iterations)
+                                             iterations, ends, weights)
 
 
 @njit(cache=True)
 def resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found, thickness,
-                  friction, iterations, touched):
+                  friction, iterations, ends, weights, touched):
     """resolve_pairs over the pairs split_sides dealt into sided[:found]: the passes
     over each side's pairs (they share no particle: in either order the same result),
     then over the pairs that straddle the plane. touched: (2,) int64 scratch."""
     return _resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found,
-                          thickness, friction, iterations, touched)
+                          thickness, friction, iterations, ends, weights, touched)
 
 
 @njit(cache=True, parallel=True)
 def resolve_sides_parallel(x, v, inv_mass, fixed, prims, sided, below, above, found,
-                           thickness, friction, iterations, touched):
+                           thickness, friction, iterations, ends, weights, touched):
     """resolve_sides with the two sides on numba's threads: the same result."""
     return _resolve_sides(x, v, inv_mass, fixed, prims, sided, below, above, found,
-                          thickness, friction, iterations, touched)
+                          thickness, friction, iterations, ends, weights, touched)
 
 
 @njit(cache=True, inline="always")
@@ -320,14 +339,13 @@ def _impulse(rx, ry, rz, nx, ny, nz, total, friction):
 
 
 @njit(cache=True, inline="always")
-def _project_spheres(x, v, inv_mass, fixed, a0, b0, thickness, friction):
-    """_project_pair for two spheres (particles a0, b0); returns 1 if it moved them."""
+def _project_spheres(x, v, a0, b0, ka0, kb0, thickness, friction):
+    """_project_pair for two spheres (particles a0, b0 of inverse masses ka0, kb0, 1/kg,
+    0 if pinned or grabbed); returns 1 if it moved them."""
     gx, gy, gz = _sphere_gap(x, a0, b0)
     dist, nx, ny, nz = _normal(gx, gy, gz, thickness)
     if dist < 0.0:
         return 0
-    ka0 = 0.0 if fixed[a0] else inv_mass[a0]
-    kb0 = 0.0 if fixed[b0] else inv_mass[b0]
     total = ka0 + kb0
     if total <= 0.0:
         return 0
@@ -453,12 +471,13 @@ class SelfCollision:
                                nl.key_counts)
         if found < SPLIT_PAIRS:
             self.touching = resolve_pairs(x, v, inv_mass, fixed, prims, nl.keys, found,
-                                          self.thickness, self.friction, ITERATIONS)
+                                          self.thickness, self.friction, ITERATIONS,
+                                          nl.ends, nl.weights)
             return self.touching
         below, above = split_sides(x, prims, nl.keys, found, nl.spare_keys)
         resolve = (resolve_sides_parallel if parallel.get_mode() != "serial"
                    and parallel.threads() > 1 else resolve_sides)
         self.touching = resolve(x, v, inv_mass, fixed, prims, nl.spare_keys, below, above,
-                                found, self.thickness, self.friction, ITERATIONS,
-                                self._touched)
+                                found, self.thickness, self.friction, ITERATIONS, nl.ends,
+                                nl.weights, self._touched)
         return self.touching
