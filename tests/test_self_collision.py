@@ -500,15 +500,18 @@ def test_a_rebuilt_cloth_steps_the_same_bits_on_the_columns_and_on_the_tiles():
     np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
-@pytest.mark.parametrize("count", [0, 1, 100, 5000, 40000])
-def test_touching_pair_keys_are_sorted_by_counting_or_quicksort_alike(count):
+@pytest.mark.parametrize("count, spread", [(0, 20000), (1, 20000), (100, 20000),
+                                           (5000, 20000), (40000, 20000), (5000, 3)])
+def test_touching_pair_keys_are_sorted_by_counting_or_quicksort_alike(count, spread):
     """self_contact.sort_keys counts from P / COUNTING_SORT_SHARE keys on and uses
-    numba's quicksort below: either way the keys come out as numpy sorts them."""
+    numba's quicksort below: either way the keys come out as numpy sorts them, also
+    when a few primitives have thousands of pairs each (``spread`` 3: the insertion
+    sort after the count gives up for quicksort)."""
     from ropesim.engine.collisions.self_contact import KEY_SHIFT, sort_keys
 
     primitives = 20000
     rng = np.random.default_rng(count)
-    p, q = rng.integers(0, primitives, (2, count))
+    p, q = rng.integers(0, spread, count), rng.integers(0, primitives, count)
     keys = (np.minimum(p, q).astype(np.int64) << KEY_SHIFT) | np.maximum(p, q)
     padded = np.concatenate([keys, np.full(7, -1, np.int64)])  # the buffer is longer
     sort_keys(padded, count, np.zeros_like(padded), np.zeros(primitives + 1, np.int64))
