@@ -547,7 +547,9 @@ def test_two_sides_of_the_split_share_no_particle_and_keep_the_pairs_order(shape
         sim = crumpled_cloth()
     prims, keys = touching_keys(sim)
     sided = np.zeros_like(keys)
-    below, above = split_sides(sim.positions, prims, keys, len(keys), sided)
+    below, above = split_sides(sim.positions, prims, keys, len(keys), sided,
+                               np.zeros(len(keys), np.int8),
+                               sim._self_collision.neighbours.corners)
     groups = sided[:below], sided[below:below + above], sided[below + above:]
     assert min(below, above) > 0.25 * len(keys)  # the plane halves the work
     assert len(groups[2]) < 0.2 * len(keys)  # few pairs straddle it
@@ -572,7 +574,9 @@ def test_pass_over_two_sides_gives_the_same_bits_serial_parallel_and_in_either_o
     prims, keys = touching_keys(sim)
     assert len(keys) > 1000
     sided = np.zeros_like(keys)
-    below, above = split_sides(sim.positions, prims, keys, len(keys), sided)
+    below, above = split_sides(sim.positions, prims, keys, len(keys), sided,
+                               np.zeros(len(keys), np.int8),
+                               sim._self_collision.neighbours.corners)
     swapped = np.concatenate([sided[below:below + above], sided[:below],
                               sided[below + above:]])
     results = []

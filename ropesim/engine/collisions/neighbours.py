@@ -114,14 +114,17 @@ class NeighbourList:
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
         # a rebuilt list of spheres only is built on a column grid (columns.py)
         self.columns = ColumnGrid(len(prims.prims)) if all_spheres(prims) else None
+        self.corners = 1 if all_spheres(prims) else 3  # particles a primitive may have
         # a rebuilt list of spheres on the columns (True) or on the tiles (False)
         self.grid_chooser = parallel.Chooser(follows_mode=False)
 
     def _pair_scratch(self, size: int) -> None:
         """Room for ``size`` touching pairs (self_contact.py): their keys (p << 31 | q),
-        the keys' sort's and split's scratch, the pass's ends and weights."""
+        the keys' sort's and split's scratch, the split's sides, the pass's ends and
+        weights."""
         self.keys = np.zeros(size, np.int64)
         self.spare_keys = np.zeros_like(self.keys)
+        self.sides = np.zeros(size, np.int8)
         self.ends = np.zeros((size, 2), np.int32)
         self.weights = np.zeros((size, 2))
 

@@ -180,13 +180,14 @@ def _count_sort(source, target, found, counts, shift, mask):
 
 
 @njit(cache=True)
-def split_sides(x, prims, keys, found, sided):
+def split_sides(x, prims, keys, found, sided, sides, corners):
     """Deal the touching pairs keys[:found] (sorted) to two sides of a plane, stably into
     sided[:found]: first the pairs all of whose particles lie below the plane, then those
     above, then those with particles on both sides; returns (below, above), the first two
-    counts. The plane is normal to the widest axis of the pairs' first particles' box, at
-    their mean: no particle has pairs on both sides, so the two sides' passes can run at
-    once (resolve_sides), and the split depends on the positions only."""
+    counts; sides: (L,) int8 scratch; corners: _side's. The plane is normal to the
+    widest axis of the pairs' first particles' box, at their mean: no particle has
+    pairs on both sides, so the two sides' passes can run at once (resolve_sides), and
+    the split depends on the positions only."""
     lo0 = lo1 = lo2 = np.inf
     hi0 = hi1 = hi2 = -np.inf
     sum0 = sum1 = sum2 = 0.0
@@ -203,36 +204,35 @@ def split_sides(x, prims, keys, found, sided):
         axis, plane = 2, sum2 / max(found, 1)
     below = above = 0
     for k in range(found):
-        side = _side(x, prims, keys[k], axis, plane)
+        side = _side(x, prims, keys[k], axis, plane, corners)
+        sides[k] = side
         below += side == 0
         above += side == 1
-    first, second, third = 0, below, below + above  # the three groups' cursors
+    # the three groups' cursors; no branches on the sides (in no order a predictor sees)
+    first, second, third = 0, below, below + above
     for k in range(found):
-        side = _side(x, prims, keys[k], axis, plane)
-        if side == 0:
-            sided[first] = keys[k]
-            first += 1
-        elif side == 1:
-            sided[second] = keys[k]
-            second += 1
-        else:
-            sided[third] = keys[k]
-            third += 1
+        side = sides[k]
+        zero, one, two = side == 0, side == 1, side == 2
+        sided[zero * first + one * second + two * third] = keys[k]
+        first += zero
+        second += one
+        third += two
     return below, above
 
 
 @njit(cache=True, inline="always")
-def _side(x, prims, key, axis, plane):
+def _side(x, prims, key, axis, plane, corners):
     """0 if every particle of the pair's primitives lies below the plane (m along the
-    axis), 1 if every one lies at or above it, 2 if both (a NaN counts as both)."""
+    axis), 1 if every one lies at or above it, 2 if both (a NaN counts as both). In
+    arithmetic, without branches (the loop over the pairs runs vectorized); corners: 1
+    for a set of spheres (a sphere repeats its particle), else 3."""
     p, q = key >> KEY_SHIFT, key & KEY_MASK
-    below = above = False
-    for r in range(3):
-        for i in (prims[p, r], prims[q, r]):
-            c = x[i, axis]
-            below |= not c >= plane
-            above |= not c < plane
-    return 2 if below and above else (0 if below else 1)
+    under = over = 0
+    for r in range(corners):
+        ca, cb = x[prims[p, r], axis], x[prims[q, r], axis]
+        under += np.int64(ca < plane) + np.int64(cb < plane)
+        over += np.int64(ca >= plane) + np.int64(cb >= plane)
+    return 2 - 2 * np.int64(under == 2 * corners) - np.int64(over == 2 * corners)
 
 
 @njit(cache=True, inline="always")
@@ -490,7 +490,8 @@ class SelfCollision:
                                           self.thickness, self.friction, ITERATIONS,
                                           nl.ends, nl.weights)
             return self.touching
-        below, above = split_sides(x, prims, nl.keys, found, nl.spare_keys)
+        below, above = split_sides(x, prims, nl.keys, found, nl.spare_keys, nl.sides,
+                                   nl.corners)
         resolve = (resolve_sides_parallel if parallel.get_mode() != "serial"
                    and parallel.threads() > 1 else resolve_sides)
         self.touching = resolve(x, v, inv_mass, fixed, prims, nl.spare_keys, below, above,
