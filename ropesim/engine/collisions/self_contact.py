@@ -252,12 +252,13 @@ def _weigh(keys, first, end, prims, inv_mass, fixed, ends, weights):
             ends[k, 0] = -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _passes(x, v, inv_mass, fixed, prims, keys, first, end, thickness, friction,
             iterations, ends, weights):
     """Up to ``iterations`` Gauss-Seidel passes over the pairs keys[first:end], until
     one moves nothing; returns how many pair projections ran. ends, weights: (L, 2)
-    scratch (_weigh)."""
+    scratch (_weigh). Compiled once and called (not inlined) by every resolve: their
+    compile stays short."""
     _weigh(keys, first, end, prims, inv_mass, fixed, ends, weights)
     touching = 0
     for _ in range(iterations):
