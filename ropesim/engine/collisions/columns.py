@@ -179,13 +179,17 @@ def _sort_column(first, end, sorted_x, key, order):
 
 
 @njit(cache=True, inline="always")
-def _sweep(s0, s1, t0, t1, sorted_x, along, order, reach, pairs, found, lane):
+def _sweep(s0, s1, t0, t1, sorted_x, along, order, reach, pairs, met):
     """The pairs of column s0..s1-1 and column t0..t1-1 (both sorted along the axis; the
     same column if s0 == t0: then each pair once) within ``reach`` (m), into the lane's
-    buffer. Unsigned indices: no negative-index wrap to test."""
+    buffer ``pairs`` (K, 2) from index ``met`` on; returns the new count (past K: the
+    build redoes it with a bigger buffer). Each candidate in the window is written and
+    kept by a count, without a branch on its distance (in or out of reach, in no order
+    a predictor sees); unsigned indices: no negative-index wrap to test."""
     xs, ys, zs, key = sorted_x[0], sorted_x[1], sorted_x[2], sorted_x[along]
     reach_sq = reach * reach
     one = np.uint64(1)
+    room = pairs.shape[0]
     same = s0 == t0
     lo, end = np.uint64(t0), np.uint64(t1)
     for s in range(np.uint64(s0), np.uint64(s1)):
@@ -196,14 +200,18 @@ def _sweep(s0, s1, t0, t1, sorted_x, along, order, reach, pairs, found, lane):
             while lo < end and key[lo] < ps - reach:
                 lo += one
         px, py, pz = xs[s], ys[s], zs[s]
+        p = order[s]
         w = lo
         while w < end and key[w] <= ps + reach:
             gx = px - xs[w]
             gy = py - ys[w]
             gz = pz - zs[w]
-            if gx * gx + gy * gy + gz * gz <= reach_sq:
-                _keep(order[s], order[w], pairs, found, lane)
+            q = order[w]
+            if met < room:
+                pairs[met, 0], pairs[met, 1] = min(p, q), max(p, q)
+            met += np.int64(gx * gx + gy * gy + gz * gz <= reach_sq)
             w += one
+    return met
 
 
 @njit(cache=True, inline="always")
@@ -212,20 +220,21 @@ def _sweep_rows(lane, columns, per_row, column_start, sorted_x, along, order, sh
     """The lane's rows: each column against itself and its forward neighbours; then the
     pairs met that are excluded leave the lane's buffer (a loop of its own: the sweeps'
     loops stay short)."""
-    found[lane] = 0
+    buffer = pairs[lane]
+    met = 0
     for row in range(1 + lane, columns // per_row - 1, LANES):
         for k in range(per_row * row + 1, per_row * (row + 1) - 1):
             s0, s1 = column_start[k], column_start[k + 1]
             if s0 == s1:
                 continue
-            _sweep(s0, s1, s0, s1, sorted_x, along, order, reach, pairs, found, lane)
-            _sweep(s0, s1, s1, column_start[k + 2], sorted_x, along, order, reach, pairs,
-                   found, lane)
+            met = _sweep(s0, s1, s0, s1, sorted_x, along, order, reach, buffer, met)
+            met = _sweep(s0, s1, s1, column_start[k + 2], sorted_x, along, order, reach,
+                         buffer, met)
             up = k + per_row
             for kk in range(up - 1, up + 2):
-                _sweep(s0, s1, column_start[kk], column_start[kk + 1], sorted_x, along,
-                       order, reach, pairs, found, lane)
-    met = found[lane]
+                met = _sweep(s0, s1, column_start[kk], column_start[kk + 1], sorted_x,
+                             along, order, reach, buffer, met)
+    found[lane] = met
     if met > pairs.shape[1]:
         return  # the build redoes it with bigger buffers
     prims, adj_start, adj_list, component, rest_x = shape
