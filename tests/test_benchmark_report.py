@@ -6,7 +6,6 @@ a new generated section goes where run.py's order puts it. Checked on synthetic 
 and once through run.py itself (``--report-from`` saved results: nothing is timed).
 """
 
-import importlib.util
 import os
 import pickle
 import subprocess
@@ -14,18 +13,11 @@ import sys
 
 import pytest
 
+from benchmark_scripts import BENCHMARKS, load
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCHMARKS = os.path.join(ROOT, "benchmarks")
 
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCHMARKS, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-report = _load("report")
+report = load("report")
 
 ORDER = ("Side by side", "Explicit", "Implicit", "Frame", "How")
 

@@ -1,21 +1,13 @@
 """benchmarks/side_by_side.py: a git revision's package runs beside this checkout's."""
 
-import importlib.util
 import os
 import re
 import shutil
 
 import pytest
+from benchmark_scripts import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _load():
-    path = os.path.join(ROOT, "benchmarks", "side_by_side.py")
-    spec = importlib.util.spec_from_file_location("side_by_side", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not os.path.isdir(os.path.join(ROOT, ".git")),
@@ -25,7 +17,7 @@ def test_exported_revision_imports_as_its_own_package(tmp_path, monkeypatch):
     classes, and none of its files still imports ropesim itself."""
     import ropesim
 
-    side_by_side = _load()
+    side_by_side = load("side_by_side")
     monkeypatch.setattr(side_by_side, "CACHE", tmp_path)
     other, commit = side_by_side.export("HEAD")
     assert other.__name__ == f"ropesim_{commit}"
