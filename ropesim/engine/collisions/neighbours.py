@@ -113,8 +113,9 @@ class NeighbourList:
         self.probing = False  # the checked list is a probe
         self.chooser = parallel.Chooser()  # serial or parallel build (the same list)
         # a rebuilt list of spheres only is built on a column grid (columns.py)
-        self.columns = ColumnGrid(len(prims.prims)) if all_spheres(prims) else None
-        self.corners = 1 if all_spheres(prims) else 3  # particles a primitive may have
+        spheres = all_spheres(prims)
+        self.columns = ColumnGrid(len(prims.prims)) if spheres else None
+        self.corners = 1 if spheres else 3  # particles a primitive may have
         # a rebuilt list of spheres on the columns (True) or on the tiles (False)
         self.grid_chooser = parallel.Chooser(follows_mode=False)
 
