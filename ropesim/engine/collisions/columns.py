@@ -48,7 +48,7 @@ class ColumnGrid:
     def __init__(self, n_spheres: int):
         p = n_spheres
         self.order = np.arange(p, dtype=np.int64)  # the spheres column by column
-        self.previous = np.zeros(p, np.int64)  # the last build's order
+        self.previous = np.arange(p, dtype=np.int64)  # the last build's order
         self.column = np.zeros(p, np.int64)  # column of previous[u]
         self.staged = np.zeros((3, p))  # position (m) of previous[u], x, y, z rows
         self.max_columns = COLUMNS_PER_SPHERE * p + 64
@@ -57,6 +57,11 @@ class ColumnGrid:
         self.cursor = np.zeros((2, self.max_columns), np.int64)
         self.sorted_x = np.zeros((3, p))  # positions (m) in that order, x, y, z rows
         self.tally = np.zeros((LANES, 2), np.int64)  # no tile pairs: zeros for _gather
+
+    def turn_over(self) -> None:
+        """Before a build: the last build's order becomes the previous one (the two
+        arrays trade roles, no copy)."""
+        self.order, self.previous = self.previous, self.order
 
     @property
     def arrays(self) -> tuple:
@@ -68,7 +73,8 @@ class ColumnGrid:
 @njit(cache=True, inline="always")
 def sort_columns(x, prims, reach, grid):
     """Put the spheres (prims) at the positions x (m) into columns (module docstring):
-    grid's order holds them column by column (a counting sort in the previous order),
+    grid's order holds them column by column (a counting sort in the previous order,
+    grid's previous: the last build's order, ColumnGrid.turn_over),
     sorted_x their positions, column_start (C + 1) where each column starts. Returns
     (the number of columns C, columns per row, the axis along which the columns are
     sorted: 0, 1 or 2). Its loops are prange loops (on numba's threads in a parallel
@@ -103,7 +109,6 @@ def sort_columns(x, prims, reach, grid):
     rows = np.int64(np.floor(spread_c / side)) + 3
     columns = per_row * rows
     inverse = 1.0 / side
-    previous[:] = order
     for u in prange(n):  # in the previous order: the scatter below reads in turn
         i = prims[previous[u], 0]
         staged[0, u], staged[1, u], staged[2, u] = x[i, 0], x[i, 1], x[i, 2]
@@ -185,7 +190,10 @@ def _sweep(s0, s1, t0, t1, sorted_x, along, order, reach, pairs, met):
     buffer ``pairs`` (K, 2) from index ``met`` on; returns the new count (past K: the
     build redoes it with a bigger buffer). Each candidate in the window is written and
     kept by a count, without a branch on its distance (in or out of reach, in no order
-    a predictor sees); unsigned indices: no negative-index wrap to test."""
+    a predictor sees); unsigned indices: no negative-index wrap to test. An empty column
+    t returns at once (most neighbours of a sparse part of the spread are empty)."""
+    if t0 == t1:
+        return met
     xs, ys, zs, key = sorted_x[0], sorted_x[1], sorted_x[2], sorted_x[along]
     reach_sq = reach * reach
     one = np.uint64(1)

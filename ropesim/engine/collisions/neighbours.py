@@ -195,6 +195,8 @@ class NeighbourList:
                 t.stretch, t.in_plane, t.rho, t.sigma, t.lo, t.hi, t.x_members)
             refit_tree(t.node_left, t.node_right, t.node_tile, t.lo, t.hi, t.node_lo,
                        t.node_hi)
+        if on_columns:
+            self.columns.turn_over()
         while True:
             if on_columns:
                 g = self.columns
