@@ -466,6 +466,41 @@ def test_column_grid_lists_exactly_the_brute_force_pairs(state):
         assert built_on(neighbours, False, x, sim.thickness, threads) == want
 
 
+def test_long_springs_keep_their_ends_from_repelling_when_a_fold_brings_them_together():
+    """Particles joined by a spring longer than the rest-shape exclusion never repel
+    (the exclusion's joined_sq shortcut scans only pairs that close): a cloth tethered
+    across its crease and folded lies tether end on tether end, and neither the column
+    grid nor the tiles list those pairs, while they list every other pair within
+    reach."""
+    n = 24
+    cloth = rs.cloth(n, n, spacing=0.02, plane="xz", pins="none")
+    rows, columns = np.divmod(np.arange(n * n), n)
+    left = np.flatnonzero((columns < n // 2) & (rows % 2 == 0))
+    tethers = np.column_stack([left, rows[left] * n + n - 1 - columns[left]])
+    x0 = cloth.positions3()
+    tether_rest = np.linalg.norm(x0[tethers[:, 0]] - x0[tethers[:, 1]], axis=1)
+    system = rs.SpringSystem(
+        cloth.positions, np.concatenate([cloth.springs, tethers]),
+        np.concatenate([cloth.rest_lengths, tether_rest]), mass=cloth.mass,
+        stiffness=1.0, triangles=cloth.triangles)
+    sim = rs.Simulation(system, dt=1e-3, gravity=(0, 0, 0), self_collision=True)
+    assert tether_rest.min() < 2 * EXCLUDE_FACTOR * sim.thickness  # short ones too
+    folded = folded_cloth(n)
+    assert folded.thickness == sim.thickness
+    x = folded.positions.astype(np.float64)
+    gap = np.linalg.norm(x[:, None] - x[None], axis=2)
+    near = np.triu(gap <= sim.thickness, 1)
+    want = {tuple(pair) for pair in np.argwhere(
+        near & ~excluded_particle_pairs(sim.system, sim.thickness)).tolist()}
+    tethered = {tuple(sorted(pair)) for pair in tethers.tolist()}
+    close_tethers = {pair for pair in tethered if near[pair]}
+    assert len(close_tethers) > 50 and not close_tethers & want
+    neighbours = sim._self_collision.neighbours
+    assert neighbours.columns is not None  # spheres only
+    for columns in (True, False):
+        assert built_on(neighbours, columns, x, sim.thickness) == want
+
+
 def test_column_grid_survives_non_finite_positions():
     """NaN and infinite positions (a diverged step: the health check reports it) give a
     list and no crash; the finite particles far from them keep their pairs."""

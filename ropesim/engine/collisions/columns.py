@@ -245,11 +245,12 @@ def _sweep_rows(lane, columns, per_row, column_start, sorted_x, along, order, sh
     found[lane] = met
     if met > pairs.shape[1]:
         return  # the build redoes it with bigger buffers
-    prims, adj_start, adj_list, component, rest_x = shape
+    prims, adj_start, adj_list, component, rest_x, joined_sq = shape
     found[lane] = 0
     for k in range(met):
         p, q = pairs[lane, k, 0], pairs[lane, k, 1]
-        if not excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+        if not excluded(p, q, prims, adj_start, adj_list, component, rest_x, joined_sq,
+                        exclude_sq):
             _keep(p, q, pairs, found, lane)
 
 
@@ -270,9 +271,9 @@ def _query(x, shape, grid, listed, exclude_sq, reach, pairs, found):
 @njit(cache=True)
 def query_columns(x, shape, grid, listed, exclude_sq, reach, pairs, found):
     """Candidate pairs (p < q) of a set of spheres into listed (L, 2) (module
-    docstring): ``shape`` = (prims, adj_start, adj_list, component, rest_x) of the
-    Primitives, ``grid`` = ColumnGrid.arrays, pairs and found the lanes' buffers
-    (Tiles.lane_pairs, lane_found). Returns tiles._gather's tuple."""
+    docstring): ``shape`` = Primitives.search_arrays, ``grid`` = ColumnGrid.arrays,
+    pairs and found the lanes' buffers (Tiles.lane_pairs, lane_found). Returns
+    tiles._gather's tuple."""
     return _query(x, shape, grid, listed, exclude_sq, reach, pairs, found)
 
 

@@ -188,7 +188,7 @@ class NeighbourList:
                          else self.chooser.parallel() if tiles_timed
                          else self.chooser.current()) and parallel.threads() > 1)
         start = time.perf_counter()
-        shape = (p.prims, p.adj_start, p.adj_list, p.component, p.rest_x)
+        shape = p.search_arrays
         if not on_columns:
             fit = fit_tiles_parallel if use_parallel else fit_tiles
             fit(x, t.part_start, t.part_list, t.plane, t.inv_moment, t.frame, t.x_mean,

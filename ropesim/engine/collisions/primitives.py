@@ -12,9 +12,11 @@ rings, stars, networks), except a spring spanned by two shorter springs through 
 common particle (a rope's bend spring (i, i+2), a triangle's longest side), which would
 only double a capsule already there. Particles in a triangle (cloth) are spheres.
 
-Also here: the spring adjacency (CSR) the exclusion test scans, and connected
-component labels (particles of different components never count as close in the rest
-shape, so two cloths joined with concatenate always collide).
+Also here: the spring adjacency (CSR) the exclusion test scans, each particle's
+largest squared rest distance to a particle it is joined to (two spheres farther apart
+in the rest shape are not joined: no scan), and connected component labels (particles
+of different components never count as close in the rest shape, so two cloths joined
+with concatenate always collide).
 """
 
 from __future__ import annotations
@@ -30,14 +32,23 @@ from ..model import SpringSystem
 @dataclass
 class Primitives:
     """Primitives (P, 3) int32 (spheres, capsules, then triangles), the spring adjacency
-    as CSR (adj_start (n+1,), adj_list), component labels (n,) and the rest shape (n, 3)
-    m."""
+    as CSR (adj_start (n+1,), adj_list), component labels (n,), the rest shape (n, 3) m
+    and joined_sq (n,) m^2: per particle, the largest squared rest distance to a
+    particle joined to it by a spring (-1 if none; joined_reach)."""
 
     prims: np.ndarray
     adj_start: np.ndarray
     adj_list: np.ndarray
     component: np.ndarray
     rest_x: np.ndarray
+    joined_sq: np.ndarray
+
+    @property
+    def search_arrays(self) -> tuple:
+        """The arrays the candidate searches read (tiles.py, columns.py): (prims,
+        adj_start, adj_list, component, rest_x, joined_sq)."""
+        return (self.prims, self.adj_start, self.adj_list, self.component, self.rest_x,
+                self.joined_sq)
 
     @property
     def n_spheres(self) -> int:
@@ -74,6 +85,22 @@ def _components(n, spring_a, spring_b, out):
         while out[root] != root:
             root = out[root]
         out[i] = root
+
+
+@njit(cache=True)
+def joined_reach(rest_x, adj_start, adj_list, out):
+    """out[i] = the largest squared rest distance (m^2) from particle i to a particle
+    joined to it by a spring, -1 if none, in the float64 arithmetic of the exclusion
+    test (tiles.excluded), so that a joined pair's squared distance never exceeds it."""
+    for i in range(rest_x.shape[0]):
+        largest = -1.0
+        for u in range(adj_start[i], adj_start[i + 1]):
+            j = adj_list[u]
+            gx = rest_x[i, 0] - rest_x[j, 0]
+            gy = rest_x[i, 1] - rest_x[j, 1]
+            gz = rest_x[i, 2] - rest_x[j, 2]
+            largest = max(largest, gx * gx + gy * gy + gz * gz)
+        out[i] = largest
 
 
 @njit(cache=True)
@@ -132,8 +159,11 @@ def build_primitives(system: SpringSystem, triangles: bool = False) -> Primitive
             np.column_stack([spring_a[capsule], spring_b[capsule], spring_b[capsule]])]
     if triangles and system.triangles is not None:
         rows.append(np.asarray(system.triangles, dtype=np.int32).reshape(-1, 3))
+    rest_x = np.ascontiguousarray(system.positions3(), dtype=np.float64)
+    joined_sq = np.empty(n, np.float64)
+    joined_reach(rest_x, start, neighbour, joined_sq)
     return Primitives(
         prims=np.ascontiguousarray(np.concatenate(rows).astype(np.int32)),
-        adj_start=start, adj_list=neighbour, component=component,
-        rest_x=np.ascontiguousarray(system.positions3(), dtype=np.float64),
+        adj_start=start, adj_list=neighbour, component=component, rest_x=rest_x,
+        joined_sq=joined_sq,
     )

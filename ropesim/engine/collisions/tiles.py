@@ -381,20 +381,34 @@ def _joined(i, j, adj_start, adj_list):
 
 
 @njit(cache=True, inline="always")
-def excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+def _close_or_joined(a, b, rest_sq, exclude_sq, joined_sq, adj_start, adj_list):
+    """excluded for two particles of one component, rest_sq (m^2) apart in the rest
+    shape: closer than the exclusion, or joined by a spring (scanned only when they are
+    not farther apart than a's farthest joined particle, joined_sq[a])."""
+    if rest_sq < exclude_sq:
+        return True
+    return rest_sq <= joined_sq[a] and _joined(a, b, adj_start, adj_list)
+
+
+@njit(cache=True, inline="always")
+def excluded(p, q, prims, adj_start, adj_list, component, rest_x, joined_sq, exclude_sq):
     """Whether primitives p and q never repel (neighbours.py's module docstring). The
     rest-shape test goes first: it settles most candidates of a cloth without a scan of
-    the springs."""
+    the springs; two spheres of different components, or farther apart in the rest shape
+    than any particle joined to one of them (joined_sq), need no scan either."""
     a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
     b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
+    if a0 == a2 and b0 == b2:  # two spheres: their particles
+        if component[a0] != component[b0]:
+            return False
+        gx, gy, gz = (rest_x[a0, 0] - rest_x[b0, 0], rest_x[a0, 1] - rest_x[b0, 1],
+                      rest_x[a0, 2] - rest_x[b0, 2])
+        return _close_or_joined(a0, b0, gx * gx + gy * gy + gz * gz, exclude_sq,
+                                joined_sq, adj_start, adj_list)
     if component[a0] == component[b0]:
-        if a0 == a2 and b0 == b2:  # two spheres: their particles' distance
-            gx, gy, gz = (rest_x[a0, 0] - rest_x[b0, 0], rest_x[a0, 1] - rest_x[b0, 1],
-                          rest_x[a0, 2] - rest_x[b0, 2])
-        else:
-            wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
-            gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0,
-                                      wb1, wb2)
+        wa0, wa1, wa2, wb0, wb1, wb2 = pair_weights(rest_x, a0, a1, a2, b0, b1, b2)
+        gx, gy, gz = weighted_gap(rest_x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1,
+                                  wb2)
         if gx * gx + gy * gy + gz * gz < exclude_sq:
             return True
     for i in range(3):
@@ -428,9 +442,10 @@ def _near_box(x, prims, p, lo, hi, t, reach):
 
 
 @njit(cache=True, inline="always")
-def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_sq, reach_sq,
-               pairs, found, lane):
-    """Keep the pair p, q (_keep) if it is within sqrt(reach_sq) (m) and not excluded."""
+def _test_pair(p, q, x, shape, exclude_sq, reach_sq, pairs, found, lane):
+    """Keep the pair p, q (_keep) if it is within sqrt(reach_sq) (m) and not excluded
+    (shape: Primitives.search_arrays)."""
+    prims, adj_start, adj_list, component, rest_x, joined_sq = shape
     a0, a1, a2 = prims[p, 0], prims[p, 1], prims[p, 2]
     b0, b1, b2 = prims[q, 0], prims[q, 1], prims[q, 2]
     if a0 == a2 and b0 == b2:  # two spheres
@@ -444,7 +459,7 @@ def _test_pair(p, q, x, prims, adj_start, adj_list, component, rest_x, exclude_s
         gx, gy, gz = weighted_gap(x, a0, a1, a2, b0, b1, b2, wa0, wa1, wa2, wb0, wb1, wb2)
     if gx * gx + gy * gy + gz * gz > reach_sq:
         return
-    if excluded(p, q, prims, adj_start, adj_list, component, rest_x, exclude_sq):
+    if excluded(p, q, prims, adj_start, adj_list, component, rest_x, joined_sq, exclude_sq):
         return
     _keep(p, q, pairs, found, lane)
 
@@ -496,15 +511,15 @@ def _mark(t, other, base, x, rest_x, prims, reach, prim_start, prim_list, rest_m
 
 
 @njit(cache=True, inline="always")
-def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
-                 exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch, lo,
-                 hi, res_a, res_b, pairs, found, lane):
+def _search_pair(a, b, base, budget, x, shape, exclude_sq, reach, prim_start, prim_list,
+                 rest_mean, x_mean, stretch, lo, hi, res_a, res_b, pairs, found, lane):
     """Every pair of a primitive of tile a and one of tile b (after it, if a == b) within
     ``reach`` (m) and not excluded, into the lane's buffer. Paired are only the primitives
     whose boxes come within reach of the other tile's box and, with a ``base`` tile
     whose map keeps rest-distant points ``budget`` + reach apart (_reach_of_fit), the
     pairs whose residuals under that map add up to the budget or more (the others are
     farther apart than the reach)."""
+    prims, rest_x = shape[0], shape[4]
     reach_sq = reach * reach
     largest_a = _mark(a, b, base, x, rest_x, prims, reach, prim_start, prim_list, rest_mean,
                       x_mean, stretch, lo, hi, res_a)
@@ -526,8 +541,8 @@ def _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, r
             eb = res_b[m]
             if eb < 0.0 or ea + eb < budget:
                 continue
-            _test_pair(p, prim_list[first_b + m], x, prims, adj_start, adj_list, component,
-                       rest_x, exclude_sq, reach_sq, pairs, found, lane)
+            _test_pair(p, prim_list[first_b + m], x, shape, exclude_sq, reach_sq, pairs,
+                       found, lane)
 
 
 @njit(cache=True, inline="always")
@@ -563,9 +578,8 @@ def _count_near(px, py, pz, xs, ys, zs, first, last, reach_sq):
 
 
 @njit(cache=True, inline="always")
-def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list, prims,
-                    adj_start, adj_list, exclude_sq, reach, lo, hi, near_a, near_b, near_x,
-                    pairs, found, lane):
+def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list, shape,
+                    exclude_sq, reach, lo, hi, near_a, near_b, near_x, pairs, found, lane):
     """_search_pair for two tiles of one component made of spheres only (spheres_only):
     the members of each tile near the other's box (_near_members); tile b's copied to
     near_x (3 rows of coordinates), so that each near member of tile a counts those
@@ -573,6 +587,7 @@ def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_
     there are any: distance, then the rest-shape distance and the springs (excluded's
     tests for two spheres of one component). The same float64 arithmetic as a test of
     every pair: the same pairs."""
+    prims, adj_start, adj_list, joined_sq = shape[0], shape[1], shape[2], shape[5]
     reach_sq = reach * reach
     if a == b:
         count_a = count_b = part_start[a + 1] - part_start[a]
@@ -604,11 +619,13 @@ def _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_
             gx = rest_members[m, 0] - rest_members[k, 0]
             gy = rest_members[m, 1] - rest_members[k, 1]
             gz = rest_members[m, 2] - rest_members[k, 2]
-            if gx * gx + gy * gy + gz * gz < exclude_sq:
+            rest_sq = gx * gx + gy * gy + gz * gz
+            if rest_sq < exclude_sq:
                 continue
             p = prim_list[prim_start[a] + m - part_start[a]]
             q = prim_list[prim_start[b] + k - part_start[b]]
-            if not _joined(prims[p, 0], prims[q, 0], adj_start, adj_list):
+            if not _close_or_joined(prims[p, 0], prims[q, 0], rest_sq, exclude_sq, joined_sq,
+                                    adj_start, adj_list):
                 _keep(p, q, pairs, found, lane)
 
 
@@ -736,7 +753,6 @@ def _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, rea
     see query_tiles) with the lane's rows of the scratch into the lane's pair buffer;
     tile pairs searched and certified go to tally. The arrays come in the tuples that
     query_tiles describes."""
-    prims, adj_start, adj_list, component, rest_x = shape
     (prim_start, prim_list, part_start, tile_component, rest_mean, frame, extent,
      rest_members, spheres_only) = tiles
     x_mean, stretch, in_plane, rho, sigma, lo, hi, x_members = fits
@@ -790,12 +806,11 @@ def _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, rea
             searched += 1
             if tile_component[a] == tile_component[b] and spheres_only[a] and spheres_only[b]:
                 _search_spheres(a, b, x_members, rest_members, part_start, prim_start, prim_list,
-                                prims, adj_start, adj_list, exclude_sq, reach, lo, hi, near_a,
-                                near_b, near_x, pairs, found, lane)
+                                shape, exclude_sq, reach, lo, hi, near_a, near_b, near_x, pairs,
+                                found, lane)
                 continue
-            _search_pair(a, b, base, budget, x, prims, adj_start, adj_list, component, rest_x,
-                         exclude_sq, reach, prim_start, prim_list, rest_mean, x_mean, stretch,
-                         lo, hi, res_a, res_b, pairs, found, lane)
+            _search_pair(a, b, base, budget, x, shape, exclude_sq, reach, prim_start, prim_list,
+                         rest_mean, x_mean, stretch, lo, hi, res_a, res_b, pairs, found, lane)
     tally[lane, 0], tally[lane, 1] = searched, certified
 
 
@@ -825,9 +840,8 @@ def query_tiles(tasks, x, shape, tiles, fits, tree, scratch, listed, exclude_sq,
     tree refitted by refit_tree (module docstring): the tree is walked against itself,
     task by task (walk_tasks), and each pair of tiles whose boxes come within ``reach``
     (m) is certified or searched. The arrays in tuples (Tiles names them): ``shape`` =
-    (prims, adj_start, adj_list, component, rest_x) of the Primitives; ``tiles`` =
-    (prim_start, prim_list, part_start, component, rest_mean, frame, extent,
-    rest_members, spheres_only); ``fits`` = (x_mean, stretch, in_plane, rho, sigma, lo,
+    Primitives.search_arrays; ``tiles`` = (prim_start, prim_list, part_start,
+    component, rest_mean, frame, extent, rest_members, spheres_only); ``fits`` = (x_mean, stretch, in_plane, rho, sigma, lo,
     hi, x_members); ``tree`` = (node_left, node_right, node_tile, node_lo, node_hi);
     ``scratch`` = (stack, res_a, res_b, near_a, near_b, near_x, lane_pairs, lane_found,
     lane_tally). Returns _gather's tuple."""
