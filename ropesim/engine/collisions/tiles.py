@@ -842,9 +842,10 @@ def query_tiles(tasks, x, shape, tiles, fits, tree, scratch, listed, exclude_sq,
     (m) is certified or searched. The arrays in tuples (Tiles names them): ``shape`` =
     Primitives.search_arrays; ``tiles`` = (prim_start, prim_list, part_start,
     component, rest_mean, frame, extent, rest_members, spheres_only); ``fits`` =
-    (x_mean, stretch, in_plane, rho, sigma, lo, hi, x_members); ``tree`` = (node_left, node_right, node_tile, node_lo, node_hi);
-    ``scratch`` = (stack, res_a, res_b, near_a, near_b, near_x, lane_pairs, lane_found,
-    lane_tally). Returns _gather's tuple."""
+    (x_mean, stretch, in_plane, rho, sigma, lo, hi, x_members); ``tree`` = (node_left,
+    node_right, node_tile, node_lo, node_hi); ``scratch`` = (stack, res_a, res_b,
+    near_a, near_b, near_x, lane_pairs, lane_found, lane_tally). Returns _gather's
+    tuple."""
     for lane in range(LANES):
         _run_lane(lane, tasks, x, shape, tiles, fits, tree, scratch, exclude_sq, reach)
     return _gather(scratch[6], scratch[7], scratch[8], listed)
