@@ -22,6 +22,12 @@ first S simulated seconds from rest (all its phases: swinging down, bunching, fo
 swinging back), in alternating blocks of BLOCK_STEPS steps, with the slowest and the
 fastest block with self-collision.
 
+With ``--phases S``, then per size a table of where a step with self-collision goes over
+the first S simulated seconds, block by block (PhaseTimer): the neighbour list's update
+(drift checks and rebuilds), the touching pairs, the split, the Gauss-Seidel passes and
+the rest of the step (forces, integrator, Python), with the block's list rebuilds and
+pair projections.
+
 The machine is shared: compare the ratios of one run, not absolute figures.
 """
 
@@ -30,6 +36,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import defaultdict
 
 import numpy as np
 
@@ -39,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ropesim as rs  # noqa: E402
 from ropesim.engine.collisions import EXCLUDE_FACTOR  # noqa: E402
+from ropesim.engine.collisions import self_contact  # noqa: E402
 from peers_collision import WarpHashGridPass  # noqa: E402
 from tables import print_table, sizes_parser  # noqa: E402
 from workload import DT, GRAVITY, cloth_arrays, cloth_system  # noqa: E402
@@ -157,10 +165,77 @@ def whole_run(n: int, seconds: float) -> list[str]:
             f"{BLOCK_STEPS / min(spent[True]):,.0f}"]
 
 
+class PhaseTimer:
+    """While entered, times the parts of every self-collision pass (s, summed in
+    ``spent``): the simulation's NeighbourList.update ("list") and self_contact's
+    touching_pairs ("touching"), split_sides ("split") and resolve functions
+    ("passes"), by wrapping them (SelfCollision.apply looks them up by name at each
+    call), and counts the passes' pair projections (``projections``); on exit the
+    originals are back."""
+
+    PARTS = {"touching_pairs": "touching", "split_sides": "split",
+             "resolve_pairs": "passes", "resolve_sides": "passes",
+             "resolve_sides_parallel": "passes"}
+
+    def __init__(self, sim: rs.Simulation):
+        self.neighbours = sim._self_collision.neighbours
+        self.spent: dict[str, float] = defaultdict(float)
+        self.projections = 0
+        self.originals = {name: getattr(self_contact, name) for name in self.PARTS}
+
+    def _timed(self, function, part: str):
+        spent = self.spent
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            result = function(*args, **kwargs)
+            spent[part] += time.perf_counter() - start
+            if part == "passes":
+                self.projections += result
+            return result
+        return timed
+
+    def __enter__(self) -> "PhaseTimer":
+        for name, part in self.PARTS.items():
+            setattr(self_contact, name, self._timed(self.originals[name], part))
+        self.neighbours.update = self._timed(self.neighbours.update, "list")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, function in self.originals.items():
+            setattr(self_contact, name, function)
+        del self.neighbours.update  # the class's method again
+
+
+def phases(n: int, seconds: float, block_steps: int = BLOCK_STEPS) -> list[list[str]]:
+    """--phases rows: per block of ``block_steps`` steps over ``seconds`` (s) from rest,
+    the simulated time at its end, steps/s, and ms a step in each part (PhaseTimer)
+    and in the rest, the list rebuilds and the pair projections."""
+    sim = make(n, True)
+    sim.step(1)  # compile outside the timing
+    rows = []
+    neighbours = sim._self_collision.neighbours
+    for _ in range(max(1, round(seconds / DT / block_steps))):
+        builds = neighbours.builds
+        with PhaseTimer(sim) as timer:
+            start = time.perf_counter()
+            sim.step(block_steps)
+            total = time.perf_counter() - start
+        parts = [timer.spent[part] for part in ("list", "touching", "split", "passes")]
+        ms = [1e3 * t / block_steps for t in (total, *parts, total - sum(parts))]
+        rows.append([f"{sim.time:.2f}", f"{block_steps / total:,.0f}",
+                     *(f"{t:.3f}" for t in ms), f"{neighbours.builds - builds}",
+                     f"{timer.projections:,}"])
+    return rows
+
+
 def main() -> None:
     parser = sizes_parser(__doc__, [32, 64, 128, 256])
     parser.add_argument("--whole-run", type=float, default=0.0, metavar="S",
                         help="also time the first S simulated seconds from rest")
+    parser.add_argument("--phases", type=float, default=0.0, metavar="S",
+                        help="also split the step's time into its parts, block by block, "
+                             "over the first S simulated seconds")
     args = parser.parse_args()
     folded = f"at {FOLDED_S:g} s"
     print_table(("N", "particles", "steps/s off", "steps/s on", "on / off", "ropesim pass ms",
@@ -173,6 +248,11 @@ def main() -> None:
         print()
         print_table(("N", "simulated s", "steps/s off", "steps/s on", "slowest block on",
                      "fastest block on"), (whole_run(n, args.whole_run) for n in args.sizes))
+    for n in args.sizes if args.phases > 0.0 else ():
+        print(f"\nN = {n}, self-collision on, ms a step in blocks of {BLOCK_STEPS} steps:\n")
+        print_table(("simulated s", "steps/s", "step", "list", "touching", "split",
+                     "passes", "rest", "rebuilds", "pair projections"),
+                    phases(n, args.phases))
 
 
 if __name__ == "__main__":
