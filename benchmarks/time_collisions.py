@@ -154,7 +154,7 @@ def whole_run(n: int, seconds: float) -> list[str]:
     for sim in (on, off):
         sim.step(1)  # compile outside the timing
     spent: dict[bool, list[float]] = {True: [], False: []}  # s per block
-    for _ in range(max(1, round(seconds / DT / BLOCK_STEPS))):
+    for _ in range(block_count(seconds)):
         for flag, sim in ((True, on), (False, off)):
             start = time.perf_counter()
             sim.step(BLOCK_STEPS)
@@ -163,6 +163,15 @@ def whole_run(n: int, seconds: float) -> list[str]:
     return [f"{n}", f"{on.time:.2f}", f"{steps / sum(spent[False]):,.0f}",
             f"{steps / sum(spent[True]):,.0f}", f"{BLOCK_STEPS / max(spent[True]):,.0f}",
             f"{BLOCK_STEPS / min(spent[True]):,.0f}"]
+
+
+#: the parts of a step that PhaseTimer times, in the --phases table's order
+PHASE_PARTS = ("list", "touching", "split", "passes")
+
+
+def block_count(seconds: float, block_steps: int = BLOCK_STEPS) -> int:
+    """Blocks of ``block_steps`` steps in ``seconds`` (s) of simulated time (at least 1)."""
+    return max(1, round(seconds / DT / block_steps))
 
 
 class PhaseTimer:
@@ -207,26 +216,35 @@ class PhaseTimer:
         del self.neighbours.update  # the class's method again
 
 
-def phases(n: int, seconds: float, block_steps: int = BLOCK_STEPS) -> list[list[str]]:
-    """--phases rows: per block of ``block_steps`` steps over ``seconds`` (s) from rest,
-    the simulated time at its end, steps/s, and ms a step in each part (PhaseTimer)
-    and in the rest, the list rebuilds and the pair projections."""
+def phases(n: int, seconds: float, block_steps: int = BLOCK_STEPS) -> list[dict]:
+    """--phases figures: per block of ``block_steps`` steps over ``seconds`` (s) from
+    rest, the simulated time at its end ("time", s), steps/s, ms a step in all
+    ("step") and in each part (PhaseTimer) and the rest, the list rebuilds and the
+    pair projections."""
     sim = make(n, True)
     sim.step(1)  # compile outside the timing
-    rows = []
     neighbours = sim._self_collision.neighbours
-    for _ in range(max(1, round(seconds / DT / block_steps))):
+    blocks = []
+    for _ in range(block_count(seconds, block_steps)):
         builds = neighbours.builds
         with PhaseTimer(sim) as timer:
             start = time.perf_counter()
             sim.step(block_steps)
             total = time.perf_counter() - start
-        parts = [timer.spent[part] for part in ("list", "touching", "split", "passes")]
-        ms = [1e3 * t / block_steps for t in (total, *parts, total - sum(parts))]
-        rows.append([f"{sim.time:.2f}", f"{block_steps / total:,.0f}",
-                     *(f"{t:.3f}" for t in ms), f"{neighbours.builds - builds}",
-                     f"{timer.projections:,}"])
-    return rows
+        ms = {part: 1e3 * timer.spent[part] / block_steps for part in PHASE_PARTS}
+        step_ms = 1e3 * total / block_steps
+        blocks.append({"time": sim.time, "steps/s": block_steps / total, "step": step_ms,
+                       **ms, "rest": step_ms - sum(ms.values()),
+                       "rebuilds": neighbours.builds - builds,
+                       "projections": timer.projections})
+    return blocks
+
+
+def phase_row(block: dict) -> list[str]:
+    """A --phases table row of one of phases' blocks."""
+    return [f"{block['time']:.2f}", f"{block['steps/s']:,.0f}",
+            *(f"{block[part]:.3f}" for part in ("step", *PHASE_PARTS, "rest")),
+            f"{block['rebuilds']}", f"{block['projections']:,}"]
 
 
 def main() -> None:
@@ -250,9 +268,9 @@ def main() -> None:
                      "fastest block on"), (whole_run(n, args.whole_run) for n in args.sizes))
     for n in args.sizes if args.phases > 0.0 else ():
         print(f"\nN = {n}, self-collision on, ms a step in blocks of {BLOCK_STEPS} steps:\n")
-        print_table(("simulated s", "steps/s", "step", "list", "touching", "split",
-                     "passes", "rest", "rebuilds", "pair projections"),
-                    phases(n, args.phases))
+        print_table(("simulated s", "steps/s", "step", *PHASE_PARTS, "rest", "rebuilds",
+                     "pair projections"),
+                    (phase_row(block) for block in phases(n, args.phases)))
 
 
 if __name__ == "__main__":

@@ -9,21 +9,24 @@ from ropesim.engine.collisions.neighbours import NeighbourList
 def test_phases_split_every_block_into_its_parts_and_count_the_contacts():
     time_collisions = load("time_collisions")
     originals = {name: getattr(self_contact, name) for name in time_collisions.PhaseTimer.PARTS}
-    rows = time_collisions.phases(32, 2.0, block_steps=100)
-    assert len(rows) == 12
-    assert [float(r[0]) for r in rows] == sorted(float(r[0]) for r in rows)
-    assert abs(float(rows[-1][0]) - 2.0) < 1e-6
-    projections = 0
-    for row in rows:
-        step, parts, rest = float(row[2]), [float(c) for c in row[3:7]], float(row[7])
-        assert step > 0 and all(t >= 0.0 for t in parts) and rest >= 0.0
-        assert abs(sum(parts) + rest - step) < 2e-3  # the parts and the rest make the step
-        assert parts[0] > 0.0  # the list is updated every step
-        assert 0 <= int(row[8]) <= 100  # at most one rebuild a step
-        projections += int(row[9].replace(",", ""))
+    blocks = time_collisions.phases(32, 2.0, block_steps=100)
+    assert len(blocks) == 12 == time_collisions.block_count(2.0, 100)
+    times = [block["time"] for block in blocks]
+    # one step to compile, then the blocks
+    assert times == sorted(times) and abs(times[-1] - 1201 * time_collisions.DT) < 1e-9
+    for block in blocks:
+        parts = [block[part] for part in time_collisions.PHASE_PARTS]
+        assert block["step"] > 0 and all(t >= 0.0 for t in parts) and block["rest"] >= 0.0
+        # the parts and the rest make the step
+        assert abs(sum(parts) + block["rest"] - block["step"]) < 1e-9
+        assert abs(block["steps/s"] * block["step"] - 1e3) < 1e-6
+        assert block["list"] > 0.0  # the list is updated every step
+        assert 0 <= block["rebuilds"] <= 100  # at most one rebuild a step
+        row = time_collisions.phase_row(block)
+        assert len(row) == 10 and row[3] == f"{block['list']:.3f}"
     # the 32 x 32 cloth bunches and touches itself in its first 2 s
-    assert projections > 0
-    assert any(float(r[6]) > 0.0 for r in rows)
+    assert sum(block["projections"] for block in blocks) > 0
+    assert any(block["passes"] > 0.0 for block in blocks)
     # the wrapped functions are put back
     for name, function in originals.items():
         assert getattr(self_contact, name) is function
