@@ -209,3 +209,57 @@ def test_current_reports_the_pick_without_opening_a_window(clock):
         assert chooser.current() is False
     finally:
         parallel.set_mode("auto")
+
+
+def settle_on_the_first_way(chooser, clock, state):
+    """Drive a chooser whose first way (pick 0: the neighbour list on tiles) takes
+    state["tiles"] s (every 97th call 10x with state["spikes"]) and the second (the
+    columns) 0.7 ms until its windows come every MAX_INTERVAL; returns the cost."""
+    def cost(call, use, previous):
+        if use:
+            return 0.7e-3
+        spike = 10.0 if state.get("spikes") and call % 97 == 0 else 1.0
+        return spike * state["tiles"]
+
+    drive(chooser, clock, cost, 150_000)
+    assert chooser.best == 0 and chooser.interval == parallel.MAX_INTERVAL
+    return cost
+
+
+def test_a_drifting_pick_is_timed_again_once_it_is_slower_than_the_other_way(clock):
+    """The state changes what each way costs (a cloth bunches up: its tiles' build goes
+    from 0.4 to 1.2 ms, the columns stay at 0.7). With ``drift`` the pick's next calls
+    open a window at once and the columns take over within a window; without it the
+    tiles run on until the next window, up to MAX_INTERVAL later (the tiles are the
+    serial slot, so the parallel pick's HOPELESS trigger cannot see it)."""
+    calls_until_columns = {}
+    for drift in (True, False):
+        clock[0] = 0.0
+        state = {"tiles": 0.4e-3}
+        chooser = parallel.Chooser(follows_mode=False, drift=drift)
+        cost = settle_on_the_first_way(chooser, clock, state)
+        switches = chooser.switches
+        state["tiles"] = 1.2e-3
+        picks = drive(chooser, clock, cost, 3000)
+        calls_until_columns[drift] = picks.index(True) if True in picks else len(picks)
+        if drift:
+            assert chooser.best == 1 and chooser.switches == switches + 1
+            after = picks[calls_until_columns[drift]:]
+            assert sum(after) > 0.95 * len(after)  # the columns, but for windows' turns
+    # the trigger's calls, then the window's first turn (the pick again, to compare)
+    assert calls_until_columns[True] <= parallel.DRIFT_CALLS + chooser.turn_length
+    assert calls_until_columns[False] == 3000  # 3.6 s of the slower way, and counting
+
+
+def test_a_drifting_pick_ignores_lone_slow_calls_and_slowdowns_below_the_other_way(clock):
+    """Lone slow calls (a tenth of a millisecond of noise, every 97th call 10x) and a
+    slowdown that keeps the pick faster than the other way (0.4 to 0.6 ms, the other at
+    0.7) open no window before the scheduled one."""
+    state = {"tiles": 0.4e-3}
+    chooser = parallel.Chooser(follows_mode=False, drift=True)
+    cost = settle_on_the_first_way(chooser, clock, state)
+    windows, start = chooser.windows, clock[0]
+    state.update(tiles=0.6e-3, spikes=True)
+    picks = drive(chooser, clock, cost, 5000)  # 3 s, within the 16 s interval
+    assert clock[0] - start < parallel.MAX_INTERVAL
+    assert chooser.windows == windows and not any(picks)

@@ -56,6 +56,14 @@ HOPELESS = 4.0
 #: re-timed every few seconds: on the 128 x 128 cloth VBD's serial kernel takes twice
 #: the parallel one, and its re-timing every 2 s cost about a sixth of the steps' time
 MAX_INTERVAL = 16.0
+#: a Chooser with ``drift`` (two ways of one computation whose costs follow the state,
+#: such as a neighbour list on tiles or on columns while a cloth bunches up): between
+#: windows, when the median of the pick's last DRIFT_CALLS calls takes longer than the
+#: other version took in the last window, the next window opens at once. On the
+#: benchmark cloth the tiles' build went from 0.47-0.59 to 1.3 ms (block means) within
+#: 0.3-0.7 s of simulated time as it bunched, the columns' from 0.69-0.72 to 0.84:
+#: without the trigger the tiles ran on until the next window, up to MAX_INTERVAL later
+DRIFT_CALLS = 3
 
 _mode = os.environ.get("ROPESIM_PARALLEL", "auto").strip().lower() or "auto"
 if _mode not in MODES:
@@ -156,9 +164,11 @@ class Chooser:
     doubles, up to ``max_interval``, each time a window confirms the choice by a clear margin
     (CLEAR_MARGIN), and starts over after a close call; between windows, a call of a
     parallel pick slower than HOPELESS x its time in the last window opens the next one
-    at once. A pick the last window made
-    (the first one, or a flip) is checked again soon, after ``recheck`` seconds: one noisy
-    window on a busy machine then costs a few calls, not seconds of the slower version.
+    at once, and with ``drift`` so does a pick (either version) whose recent calls
+    (DRIFT_CALLS) take longer than the other version took in the last window. A pick
+    the last window made (the first one, or a flip) is checked again soon, after
+    ``recheck`` seconds: one noisy window on a busy machine then costs a few calls, not
+    seconds of the slower version.
     Usage::
 
         parallel = chooser.parallel()
@@ -168,7 +178,7 @@ class Chooser:
     def __init__(self, probe: int = 5, interval: float = 0.25,
                  max_interval: float = MAX_INTERVAL,
                  statistic: str = "median", interleave: int = 2, recheck: float = 0.03,
-                 follows_mode: bool = True):
+                 follows_mode: bool = True, drift: bool = False):
         if statistic not in ("median", "mean"):
             raise ValueError(f"statistic: allowed median, mean, got {statistic!r}")
         if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
@@ -180,6 +190,8 @@ class Chooser:
         #: False: a choice between two ways of one computation that set_mode does not
         #: force (set_mode is about threads), so always timed
         self.follows_mode = bool(follows_mode)
+        #: the costs follow the state: a pick that slows down is timed again (DRIFT_CALLS)
+        self.drift = bool(drift)
         self.interleave = int(interleave)
         #: calls of one version in a row inside a window
         self.turn_length = self.interleave or probe + 1
@@ -200,6 +212,8 @@ class Chooser:
         self._last = -1  # the version of the last call, -1: none yet
         self._next_probe = 0.0
         self._slow = float("inf")  # s: a call of the pick slower than this opens a window
+        self._drifted = float("inf")  # s: with drift, recent calls slower than this do
+        self._recent: list[float] = []  # s: the pick's calls since the last window
 
     def parallel(self) -> bool:
         """Should the next call run the parallel version?"""
@@ -233,8 +247,16 @@ class Chooser:
         which = int(parallel)
         self.calls[which] += 1
         if not self._window:
-            if which == self.best == 1 and time.perf_counter() - start > self._slow * work:
+            took = (time.perf_counter() - start) / work
+            if which == self.best == 1 and took > self._slow:
                 self._next_probe = 0.0  # the parallel pick slowed down: time both again
+            elif self.drift and which == self.best:
+                recent = self._recent
+                recent.append(took)
+                if len(recent) > DRIFT_CALLS:
+                    del recent[0]
+                if len(recent) == DRIFT_CALLS and _median(recent) > self._drifted:
+                    self._next_probe = 0.0  # the state made the pick slower: time both
             return
         now = time.perf_counter()
         switched = which != self._last
@@ -272,6 +294,9 @@ class Chooser:
         self._window = False
         picked = self.samples[best]
         self._slow = HOPELESS * self._summary(picked) if picked else float("inf")
+        other = self.samples[1 - best]
+        self._drifted = self._summary(other) if other else float("inf")
+        self._recent = []
         if best != self.best:
             self.switches += 1
             self.best = best

@@ -2,8 +2,9 @@
 
 A build (tiles.py: rest-shape tiles fitted with affine maps, a tree over them, exact
 certificates for smooth tile pairs and a search of the others; or, for a list of
-spheres rebuilt every step, columns.py's grid, whichever a Chooser times as faster:
-the same pairs) keeps, per primitive p, the primitives q that are within
+spheres rebuilt every step, columns.py's grid, whichever a Chooser times as faster,
+timed again at once when the state makes its pick slower than the other was: the
+same pairs) keeps, per primitive p, the primitives q that are within
 ``reach = thickness + skin`` (m, surface to surface) and not excluded:
 
 * they share a particle, or a particle of one is joined by a spring to a particle of
@@ -117,7 +118,7 @@ class NeighbourList:
         self.columns = ColumnGrid(len(prims.prims)) if spheres else None
         self.corners = 1 if spheres else 3  # particles a primitive may have
         # a rebuilt list of spheres on the columns (True) or on the tiles (False)
-        self.grid_chooser = parallel.Chooser(follows_mode=False)
+        self.grid_chooser = parallel.Chooser(follows_mode=False, drift=True)
 
     def _pair_scratch(self, size: int) -> None:
         """Room for ``size`` touching pairs (self_contact.py): their keys (p << 31 | q),
