@@ -252,7 +252,7 @@ def test_a_drifting_pick_is_timed_again_once_it_is_slower_than_the_other_way(clo
 
 
 def test_a_drifting_pick_ignores_lone_slow_calls_and_slowdowns_below_the_other_way(clock):
-    """Lone slow calls (a tenth of a millisecond of noise, every 97th call 10x) and a
+    """Lone slow calls (every 97th call 10x: 6 ms, far above the other way's 0.7) and a
     slowdown that keeps the pick faster than the other way (0.4 to 0.6 ms, the other at
     0.7) open no window before the scheduled one."""
     state = {"tiles": 0.4e-3}
