@@ -570,7 +570,8 @@ def touching_keys(sim):
 def test_two_sides_of_the_split_share_no_particle_and_keep_the_pairs_order(shape):
     """split_sides deals every touching pair once: those below the plane and those above
     (sorted, as they came) share no particle, so their passes can run at once."""
-    from ropesim.engine.collisions.self_contact import KEY_MASK, KEY_SHIFT, split_sides
+    from ropesim.engine.collisions.self_contact import (KEY_MASK, KEY_SHIFT, PLANE_BINS,
+                                                        split_sides)
 
     if shape == "rope coil":
         angle = np.linspace(0.0, 40 * np.pi, 400)
@@ -585,7 +586,8 @@ def test_two_sides_of_the_split_share_no_particle_and_keep_the_pairs_order(shape
     sided = np.zeros_like(keys)
     below, above = split_sides(sim.positions, prims, keys, len(keys), sided,
                                np.zeros(len(keys), np.int8),
-                               sim._self_collision.neighbours.corners)
+                               sim._self_collision.neighbours.corners,
+                               np.zeros(PLANE_BINS, np.int64))
     groups = sided[:below], sided[below:below + above], sided[below + above:]
     assert min(below, above) > 0.25 * len(keys)  # the plane halves the work
     assert len(groups[2]) < 0.2 * len(keys)  # few pairs straddle it
@@ -599,10 +601,34 @@ def test_two_sides_of_the_split_share_no_particle_and_keep_the_pairs_order(shape
     assert not particles(groups[0]) & particles(groups[1])
 
 
+def test_split_plane_halves_the_pairs_where_they_crowd():
+    """The plane goes through the pairs' median, not their mean: of 1,000 touching pairs
+    (two spheres 1 mm apart each), 800 crowded in x = 0..1 m and 200 spread over
+    50..100 m, each side gets about half, within 5 % (at the mean, 15 m, one side would
+    get 800 and its passes keep the other thread waiting)."""
+    from ropesim.engine.collisions.self_contact import KEY_SHIFT, PLANE_BINS, split_sides
+
+    rng = np.random.default_rng(5)
+    centres = np.r_[rng.uniform(0.0, 1.0, 800), rng.uniform(50.0, 100.0, 200)]
+    x = np.zeros((2000, 3))
+    x[0::2, 0], x[1::2, 0] = centres, centres
+    x[1::2, 1] = 0.001
+    prims = np.repeat(np.arange(2000, dtype=np.int32)[:, None], 3, axis=1)
+    keys = np.sort((np.arange(0, 2000, 2, dtype=np.int64) << KEY_SHIFT)
+                   | np.arange(1, 2000, 2, dtype=np.int64))
+    sided = np.zeros_like(keys)
+    below, above = split_sides(x, prims, keys, len(keys), sided, np.zeros(len(keys), np.int8),
+                               1, np.zeros(PLANE_BINS, np.int64))
+    assert below + above == len(keys)  # no pair straddles: its spheres share an x
+    # the histogram's 256 bins place the median within a bin's scatter of pairs
+    assert abs(below - 500) <= 50 and abs(above - 500) <= 50
+    np.testing.assert_array_equal(np.sort(sided), keys)
+
+
 def test_pass_over_two_sides_gives_the_same_bits_serial_parallel_and_in_either_order():
     """resolve_sides on numba's threads, serially, and with the sides swapped (so the
     other side's pairs go first): the same positions and velocities; momentum kept."""
-    from ropesim.engine.collisions.self_contact import (ITERATIONS, resolve_sides,
+    from ropesim.engine.collisions.self_contact import (ITERATIONS, PLANE_BINS, resolve_sides,
                                                         resolve_sides_parallel, split_sides)
 
     sim = crumpled_cloth()
@@ -612,7 +638,8 @@ def test_pass_over_two_sides_gives_the_same_bits_serial_parallel_and_in_either_o
     sided = np.zeros_like(keys)
     below, above = split_sides(sim.positions, prims, keys, len(keys), sided,
                                np.zeros(len(keys), np.int8),
-                               sim._self_collision.neighbours.corners)
+                               sim._self_collision.neighbours.corners,
+                               np.zeros(PLANE_BINS, np.int64))
     swapped = np.concatenate([sided[below:below + above], sided[:below],
                               sided[below + above:]])
     results = []
