@@ -231,14 +231,14 @@ def _median_plane(x, prims, keys, found, axis, lo, width, bins):
     those that straddle it; at the mean one side got up to 71 % of a bunched cloth's
     pairs, and its passes made the other thread wait). A NaN goes to the first bin; a
     spread of 0 or not finite gives lo."""
+    if not 0.0 < width < np.inf:
+        return lo
     count = bins.shape[0]
     bins[:] = 0
-    scale = count / width if width > 0.0 and width < np.inf else 0.0
+    scale = count / width
     for k in range(found):
         t = (x[prims[keys[k] >> KEY_SHIFT, 0], axis] - lo) * scale
         bins[np.int64(t) if 0.0 <= t < count else (count - 1 if t >= count else 0)] += 1
-    if scale == 0.0:
-        return lo
     half = 0.5 * found
     passed = 0
     for b in range(count):
