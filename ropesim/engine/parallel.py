@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
+from collections.abc import Iterable
 
 #: GOMP_SPINCOUNT set when the user has not chosen a wait policy: about 30-100 us of
 #: spinning before an OpenMP thread sleeps on a futex (libgomp's default is 300,000
@@ -213,7 +215,8 @@ class Chooser:
         self._next_probe = 0.0
         self._slow = float("inf")  # s: a call of the pick slower than this opens a window
         self._drifted = float("inf")  # s: with drift, recent calls slower than this do
-        self._recent: list[float] = []  # s: the pick's calls since the last window
+        # s: the pick's last DRIFT_CALLS calls since the last window
+        self._recent: deque[float] = deque(maxlen=DRIFT_CALLS)
 
     def parallel(self) -> bool:
         """Should the next call run the parallel version?"""
@@ -253,8 +256,6 @@ class Chooser:
             elif self.drift and which == self.best:
                 recent = self._recent
                 recent.append(took)
-                if len(recent) > DRIFT_CALLS:
-                    del recent[0]
                 if len(recent) == DRIFT_CALLS and _median(recent) > self._drifted:
                     self._next_probe = 0.0  # the state made the pick slower: time both
             return
@@ -296,7 +297,7 @@ class Chooser:
         self._slow = HOPELESS * self._summary(picked) if picked else float("inf")
         other = self.samples[1 - best]
         self._drifted = self._summary(other) if other else float("inf")
-        self._recent = []
+        self._recent.clear()
         if best != self.best:
             self.switches += 1
             self.best = best
@@ -335,7 +336,7 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def _median(values: list[float]) -> float:
+def _median(values: Iterable[float]) -> float:
     s = sorted(values)
     n = len(s)
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
