@@ -350,25 +350,36 @@ def test_band_schedule_keeps_colour_by_colour_order_and_tasks_apart():
 
 
 def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
-    """A cloth tall enough for band_schedule's multi-update regions (64 x 24: groups of
-    three colour updates, rows growing around the seams): the vectorised grid sweeps,
-    serial and parallel, give the spring-list sweeps' bits."""
+    """A cloth tall enough for band_schedule's multi-update regions (64 x 24 with two
+    tasks a region: groups of three colour updates, rows growing around the seams): the
+    vectorised grid sweeps, serial and parallel, give the spring-list sweeps' bits. The
+    parallel sweeps run on two threads (two tasks on any machine) and, where the machine
+    has more, on all of them (more seams, shorter groups: the same bits)."""
+    import numba
+
     from ropesim.engine import parallel
 
     cloth = rs.cloth(64, 24, 0.02, mass=0.01, stiffness=800.0, damping=0.05,
                      pins="top-corners")
-    runs = []
-    for grid_kernels, mode in ((False, "serial"), (True, "serial"), (True, "parallel")):
+    most = parallel.max_threads()
+    runs, regions = [], {}
+    before = numba.get_num_threads()
+    for grid_kernels, mode, threads in ((False, "serial", before), (True, "serial", before),
+                                        *((True, "parallel", n) for n in {min(2, most), most})):
         parallel.set_mode(mode)
+        numba.set_num_threads(threads)
         try:
             sim = rs.Simulation(cloth, dt=1 / 60, integrator="vbd", grid_kernels=grid_kernels)
             sim.add_force(rs.Wind((3.0, 0.0, 1.0)))
             sim.step(6)
         finally:
             parallel.set_mode("auto")
+            numba.set_num_threads(before)
         runs.append((sim.positions.copy(), sim.solver_stats.residual))
-    if parallel.threads() > 1:
-        assert len(sim.integrator_object._schedules[1][2]) < 2 * 10 * 5 // 3 + 10
+        if mode == "parallel":
+            regions[threads] = len(sim.integrator_object._schedules[1][2])
+    # two tasks a region: 10 sweeps x 5 colours in groups of three updates, two regions each
+    assert regions[min(2, most)] < 2 * 10 * 5 // 3 + 10
     for positions, residual in runs[1:]:
         np.testing.assert_array_equal(positions, runs[0][0])
         assert residual == runs[0][1]
