@@ -364,8 +364,9 @@ def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
     most = parallel.max_threads()
     runs, regions = [], {}
     before = numba.get_num_threads()
-    for grid_kernels, mode, threads in ((False, "serial", before), (True, "serial", before),
-                                        *((True, "parallel", n) for n in {min(2, most), most})):
+    parallel_runs = [(True, "parallel", n) for n in sorted({min(2, most), most})]
+    for grid_kernels, mode, threads in [(False, "serial", before), (True, "serial", before),
+                                        *parallel_runs]:
         parallel.set_mode(mode)
         numba.set_num_threads(threads)
         try:
