@@ -71,17 +71,21 @@ def test_pick_nearest_of_two_on_ray_and_miss_and_mask() -> None:
 
 
 def test_pick_among_100k_particles_is_one_vectorised_pass() -> None:
-    """The pick among 100,000 particles is the nearest hit a brute-force loop finds, and
-    costs a few whole-array NumPy passes, not a Python loop: timed against one such pass
-    over the same positions in the same run (the ratio, not the machine's speed, is
+    """The pick among 100,000 particles is the nearest hit a brute-force search finds,
+    and costs a few whole-array NumPy passes, not a Python loop: timed against one such
+    pass over the same positions in the same run (the ratio, not the machine's speed, is
     checked; a plain loop over the particles takes 30-50 times the pass)."""
     rng = np.random.default_rng(0)
     positions = rng.uniform(-1, 1, (100_000, 3)).astype(np.float32)
     origin, direction = np.array([0.0, 0.0, 5.0]), np.array([0.0, 0.0, -1.0])
     radius = 0.01
+
+    def pick():
+        return pick_particle(origin, direction, positions, radius)
+
     off_axis = np.hypot(positions[:, 0], positions[:, 1])
     hits = np.flatnonzero(off_axis <= radius)
-    assert pick_particle(origin, direction, positions, radius) == hits[positions[hits, 2].argmax()]
+    assert pick() == hits[positions[hits, 2].argmax()]  # the hit nearest the camera
 
     def one_pass():
         offset = positions - origin
@@ -89,8 +93,7 @@ def test_pick_among_100k_particles_is_one_vectorised_pass() -> None:
 
     pick_times, pass_times = [], []
     for _ in range(7):  # interleaved: a slow moment slows both
-        for call, times in ((lambda: pick_particle(origin, direction, positions, radius),
-                             pick_times), (one_pass, pass_times)):
+        for call, times in ((pick, pick_times), (one_pass, pass_times)):
             start = time.perf_counter()
             call()
             times.append(time.perf_counter() - start)

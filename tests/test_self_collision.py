@@ -123,9 +123,10 @@ class RopeLinks:
 @pytest.mark.parametrize("self_collision", [True, False])
 def test_rope_pile_segments_never_cross(self_collision):
     """Links that repel keep half a thickness apart all the way down the pile. Links
-    that a bend spring joins (the links two and three along the rope) are excluded by design
-    (docs/collisions.md) and are not checked: where the rope kinks they may cross, which
-    on this scene shows on some CPUs' code and not on others' (a chaotic fall)."""
+    that a bend spring joins (the links two and three along the rope) are excluded by
+    design (docs/collisions.md) and are not checked: where the rope kinks they may
+    cross, which on this scene shows on some CPUs' code and not on others' (a chaotic
+    fall)."""
     sim = rs.load("rope-pile").simulation(self_collision=self_collision)
     sparse = sim.system.rest_lengths.min() > sim.thickness  # links longer than thick
     assert sparse
