@@ -353,8 +353,9 @@ def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
     """A cloth tall enough for band_schedule's multi-update regions (64 x 24 with two
     tasks a region: groups of three colour updates, rows growing around the seams): the
     vectorised grid sweeps, serial and parallel, give the spring-list sweeps' bits. The
-    parallel sweeps run on two threads (two tasks on any machine) and, where the machine
-    has more, on all of them (more seams, shorter groups: the same bits)."""
+    parallel sweeps run on two threads (two tasks; one on a one-thread machine) and,
+    where the machine has more, on all of them (more seams, shorter groups: the same
+    bits)."""
     import numba
 
     from ropesim.engine import parallel
@@ -379,7 +380,8 @@ def test_banded_grid_sweeps_equal_the_spring_list_kernel_serial_and_parallel():
         runs.append((sim.positions.copy(), sim.solver_stats.residual))
         if mode == "parallel":
             regions[threads] = len(sim.integrator_object._schedules[1][2])
-    # two tasks a region: 10 sweeps x 5 colours in groups of three updates, two regions each
+    # two tasks a region (one on a one-thread machine): 10 sweeps x 5 colours in groups of
+    # three updates, two regions each
     assert regions[min(2, most)] < 2 * 10 * 5 // 3 + 10
     for positions, residual in runs[1:]:
         np.testing.assert_array_equal(positions, runs[0][0])
